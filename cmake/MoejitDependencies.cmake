@@ -1,0 +1,42 @@
+# Every dependency comes from a Debian package or the CUDA toolkit on the machine.
+# Nothing is downloaded at configure time.
+
+# --- CUDA toolkit: headers, NVRTC, nvJitLink. libcuda is never linked (runtime/ dlopens it).
+set(MOEJIT_CUDA_ROOT "/usr/local/cuda" CACHE PATH "CUDA toolkit root")
+find_path(MOEJIT_CUDA_INCLUDE_DIR cuda.h cudaTypedefs.h nvrtc.h nvJitLink.h
+          HINTS ${MOEJIT_CUDA_ROOT}/include REQUIRED)
+find_library(MOEJIT_NVRTC_LIBRARY nvrtc HINTS ${MOEJIT_CUDA_ROOT}/lib64 REQUIRED)
+# CMake 3.25's FindCUDAToolkit has no nvJitLink target.
+find_library(MOEJIT_NVJITLINK_LIBRARY nvJitLink HINTS ${MOEJIT_CUDA_ROOT}/lib64 REQUIRED)
+get_filename_component(MOEJIT_CUDA_LIBDIR ${MOEJIT_NVRTC_LIBRARY} DIRECTORY)
+
+add_library(moejit_cuda_headers INTERFACE)
+target_include_directories(moejit_cuda_headers SYSTEM INTERFACE ${MOEJIT_CUDA_INCLUDE_DIR})
+
+add_library(moejit_cuda_compilers INTERFACE)
+target_link_libraries(moejit_cuda_compilers INTERFACE moejit_cuda_headers ${MOEJIT_NVRTC_LIBRARY}
+                                                      ${MOEJIT_NVJITLINK_LIBRARY})
+# The binaries run on the GPU machine from a carried folder: find the toolkit there by rpath.
+set(CMAKE_BUILD_RPATH ${MOEJIT_CUDA_LIBDIR})
+set(CMAKE_INSTALL_RPATH ${MOEJIT_CUDA_LIBDIR})
+# Only libraries whose symbols are used become NEEDED (LLVM's exported link
+# interface names libz3 and others that our static Support objects never touch).
+add_link_options(-Wl,--as-needed)
+
+# --- LLVM 19: static Support and FileCheck only, never libLLVM.so.
+find_package(LLVM 19.1 REQUIRED CONFIG HINTS /usr/lib/llvm-19/lib/cmake/llvm)
+add_library(moejit_llvm INTERFACE)
+target_include_directories(moejit_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
+separate_arguments(_llvm_defs NATIVE_COMMAND ${LLVM_DEFINITIONS})
+target_compile_definitions(moejit_llvm INTERFACE ${_llvm_defs})
+target_link_libraries(moejit_llvm INTERFACE LLVMSupport)
+add_library(moejit_llvm_filecheck INTERFACE)
+target_link_libraries(moejit_llvm_filecheck INTERFACE moejit_llvm LLVMFileCheck)
+
+# --- fmt (header-only: Debian ships no static libfmt, and the GPU machine has no libfmt.so).
+find_package(fmt 9 REQUIRED CONFIG)
+# --- nlohmann/json, doctest.
+find_package(nlohmann_json 3.11 REQUIRED CONFIG)
+find_package(doctest 2.4 REQUIRED CONFIG)
+
+find_package(Threads REQUIRED)

@@ -1,0 +1,25 @@
+#include "runtime/loaded_kernel.hpp"
+
+namespace moejit::runtime {
+
+LoadedKernel::LoadedKernel(const std::vector<char>& cubin, const std::string& entry) : entry_(entry) {
+  MOEJIT_CU(cuLibraryLoadData, &library_, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+  try {
+    MOEJIT_CU(cuLibraryGetKernel, &kernel_, library_, entry.c_str());
+  } catch (...) {
+    driver().cuLibraryUnload(library_);
+    throw;
+  }
+}
+
+LoadedKernel::~LoadedKernel() {
+  if (library_) driver().cuLibraryUnload(library_);
+}
+
+void LoadedKernel::launch(const LaunchDims& dims, CUstream stream, void** args) const {
+  CUfunction fn = nullptr;
+  MOEJIT_CU(cuKernelGetFunction, &fn, kernel_);
+  MOEJIT_CU(cuLaunchKernel, fn, dims.grid, 1, 1, dims.block, 1, 1, dims.dynamic_smem, stream, args, nullptr);
+}
+
+}  // namespace moejit::runtime

@@ -1,0 +1,35 @@
+#include <doctest/doctest.h>
+
+#include "tools/cli_args.hpp"
+
+using moejit::tools::Args;
+using moejit::tools::OptionSpec;
+using moejit::tools::UsageError;
+
+namespace {
+const std::vector<OptionSpec> k_options = {{"batch", true, "", "B"}, {"json", false, ""}};
+Args parse(std::vector<std::string> words) {
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  return Args(k_options, static_cast<int>(argv.size()), argv.data(), 0);
+}
+}  // namespace
+
+TEST_CASE("cli args: values, flags and positionals") {
+  Args a = parse({"--batch", "8", "--json", "extra"});
+  CHECK(a.get_int("batch", 1, 1, 256) == 8);
+  CHECK(a.has("json"));
+  CHECK(a.positional() == std::vector<std::string>{"extra"});
+  CHECK(parse({"--batch=16"}).get_int("batch", 1, 1, 256) == 16);
+  CHECK(parse({}).get_int("batch", 3, 1, 256) == 3);
+}
+
+TEST_CASE("cli args: errors name the option, the value and the range") {
+  CHECK_THROWS_WITH_AS(parse({"--bogus"}), "unknown option '--bogus' (see --help)", UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--batch"}), "option '--batch' needs a B", UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--json=1"}), "option '--json' takes no value", UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--batch", "x"}).get_int("batch", 1, 1, 256), "--batch: 'x' is not an integer",
+                       UsageError);
+  CHECK_THROWS_WITH_AS(parse({"--batch", "300"}).get_int("batch", 1, 1, 256),
+                       "--batch: 300 is outside the allowed range [1, 256]", UsageError);
+}

@@ -1,0 +1,23 @@
+#pragma once
+// The moejit subcommands. Each takes argv from the subcommand name on, and
+// returns the process exit code. One file per command: cmd_<name>.cpp.
+
+namespace moejit::tools {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+int cmd_doctor(int argc, char** argv);
+int cmd_run(int argc, char** argv);
+
+// Every command, in the order `moejit --help` lists them.
+inline constexpr Command k_commands[] = {
+    {"run", "the main job: compile the kernels for a built-in configuration and, with a GPU, run and check them",
+     cmd_run},
+    {"doctor", "report the toolchain, the driver, the GPU and the cache directory", cmd_doctor},
+};
+
+}  // namespace moejit::tools

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# moejit's single entry point for set-up, builds and tests. Each command
+# installs what it needs (idempotent: only missing Debian packages), so it
+# works on a fresh machine.
+#
+#   tools/dev.sh run [moejit run options]  the main job (build Release, then `moejit run`)
+#   tools/dev.sh test                      format check, Release build + all tests,
+#                                          ASan+UBSan build + CPU tests
+#   tools/dev.sh build [release|debug|asan]
+#   tools/dev.sh dist DIR                  install the Release binaries into DIR (for the GPU machine)
+#   tools/dev.sh deps                      install the Debian packages only
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+JOBS=${MOEJIT_JOBS:-$(nproc)}
+PACKAGES=(cmake g++ make clang-format llvm-19-dev libzstd-dev libfmt-dev nlohmann-json3-dev doctest-dev)
+
+log() { printf '\033[1m== %s\033[0m\n' "$*"; }
+
+deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+  if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/include/nvrtc.h ]; then
+    echo "error: the CUDA 13 toolkit is not in /usr/local/cuda (NVRTC and nvJitLink are required)" >&2
+    exit 1
+  fi
+}
+
+build() {
+  local preset=${1:-release}
+  log "configure + build ($preset)"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$JOBS"
+}
+
+format_check() {
+  log "clang-format check"
+  git ls-files '*.cpp' '*.hpp' '*.cuh' | xargs clang-format --dry-run --Werror
+}
+
+cmd=${1:-help}
+shift || true
+case "$cmd" in
+  deps) deps ;;
+  build) deps; build "${1:-release}" ;;
+  run)
+    deps
+    build release
+    log "moejit run $*"
+    exec build/release/tools/moejit run "$@"
+    ;;
+  test)
+    deps
+    format_check
+    build release
+    log "tests (release)"
+    ctest --preset release -j "$JOBS"
+    build asan
+    log "CPU tests under ASan+UBSan"
+    ctest --preset asan -j "$JOBS" -LE gpu
+    ;;
+  dist)
+    deps
+    build release
+    dest=${1:?usage: tools/dev.sh dist DIR}
+    cmake --install build/release --prefix "$dest" >/dev/null
+    for t in build/release/tests/moejit_*_tests; do install -m 755 "$t" "$dest/bin/"; done
+    log "installed into $dest"
+    ;;
+  *)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    [ "$cmd" = help ] || exit 2
+    ;;
+esac
