@@ -60,7 +60,7 @@ int cmd_run(int argc, char** argv) {
     fmt::print(", {} registers, {} B spill stores, {} B smem\n", res->registers, res->spill_store_bytes,
                res->shared_bytes);
   else
-    fmt::print("\n");
+    fmt::print("\n      nvJitLink reported no resources for {}; its log:\n{}\n", spec.entry_name(), built.link_log);
 
   if (!have_gpu) {
     fmt::print("[2/2] launch skipped: {}\n", why.empty() ? "no GPU visible" : "no CUDA driver found (" + why + ")");
