@@ -1,0 +1,208 @@
+#include "runtime/moe_check.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "runtime/mx_format.hpp"
+
+namespace moejit::runtime {
+namespace {
+// Fills `out` with random bytes from `seed`, split over threads (weights are GBs).
+void random_bytes(std::vector<std::uint8_t>& out, std::uint64_t seed) {
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t chunk = (out.size() / threads + 7) / 8 * 8;
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::uint64_t s = seed ^ (0x9E3779B97F4A7C15ull * (t + 1));
+      for (std::size_t i = t * chunk; i < std::min(out.size(), (t + 1) * chunk); ++i) {
+        s += 0x9E3779B97F4A7C15ull;  // splitmix64
+        std::uint64_t z = s;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        out[i] = static_cast<std::uint8_t>(z ^ (z >> 31));
+      }
+    });
+  for (auto& th : pool) th.join();
+}
+
+void random_scales(std::vector<std::uint8_t>& out, std::uint64_t seed) {
+  random_bytes(out, seed);
+  for (auto& s : out) s = static_cast<std::uint8_t>(118 + s % 5);
+}
+
+DeviceBuffer upload(const std::vector<std::uint8_t>& v) {
+  DeviceBuffer b(v.size());
+  b.upload(v);
+  return b;
+}
+
+std::vector<double> bf16_to_double(const std::vector<std::uint16_t>& v) {
+  std::vector<double> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = mx::bf16_value(v[i]);
+  return out;
+}
+}  // namespace
+
+std::string_view routing_name(RoutingKind kind) {
+  switch (kind) {
+    case RoutingKind::uniform: return "uniform";
+    case RoutingKind::one_expert: return "one-expert";
+    case RoutingKind::zipf: return "zipf";
+    case RoutingKind::sparse: return "sparse";
+  }
+  return "?";
+}
+
+reference::Routing random_routing(const reference::MoeProblem& p, int tokens, RoutingKind kind, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int E = p.experts, K = p.top_k;
+  std::vector<double> popularity(E, 1.0);
+  if (kind == RoutingKind::zipf)
+    for (int e = 0; e < E; ++e) popularity[e] = 1.0 / std::pow(e + 1.0, 1.2);
+  if (kind == RoutingKind::sparse)
+    for (int e = std::min(E, 2 * K); e < E; ++e) popularity[e] = 0.0;
+  std::vector<int> order(E);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);  // which experts are hot changes every run
+  const int hot = static_cast<int>(rng() % E);
+
+  reference::Routing r;
+  r.tokens = tokens;
+  r.ids.resize(std::size_t(tokens) * K);
+  r.weights.resize(std::size_t(tokens) * K);
+  std::uniform_real_distribution<float> uniform(0.05f, 1.0f);
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<double> w = popularity;
+    float total = 0;
+    for (int j = 0; j < K; ++j) {
+      int e;
+      if (kind == RoutingKind::one_expert) {
+        e = (hot + j) % E;
+      } else {
+        std::discrete_distribution<int> pick(w.begin(), w.end());
+        const int rank = pick(rng);
+        w[rank] = 0.0;  // distinct experts per token
+        e = order[rank];
+      }
+      r.ids[std::size_t(t) * K + j] = e;
+      total += r.weights[std::size_t(t) * K + j] = uniform(rng);
+    }
+    for (int j = 0; j < K; ++j) r.weights[std::size_t(t) * K + j] /= total;
+  }
+  return r;
+}
+
+RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed) {
+  RandomWeights w;
+  const std::size_t E = p.experts, H = p.hidden, I = p.intermediate;
+  w.host.w1.resize(E * 2 * I * H / 2);
+  w.host.s1.resize(E * 2 * I * H / 32);
+  w.host.w2.resize(E * H * I / 2);
+  w.host.s2.resize(E * H * I / 32);
+  random_bytes(w.host.w1, seed + 1);
+  random_scales(w.host.s1, seed + 2);
+  random_bytes(w.host.w2, seed + 3);
+  random_scales(w.host.s2, seed + 4);
+  w.w1 = upload(w.host.w1);
+  w.s1 = upload(w.host.s1);
+  w.w2 = upload(w.host.w2);
+  w.s2 = upload(w.host.s2);
+  return w;
+}
+
+bool MoeCheckResult::passed() const {
+  return quantized.cosine >= 0.99999 && quantized.nan_or_inf == 0 && dense.cosine >= 0.97 && unwritten == 0 &&
+         rerun_identical && x_quantization_matches;
+}
+
+std::string MoeCheckResult::summary() const {
+  return fmt::format("B={:<3} {:<10} cos_q={:.7f} maxerr_q={:.3g} cos_dense={:.5f} nan={} unwritten={} rerun={} {:.3f} ms {}",
+                     tokens, routing_name(routing), quantized.cosine, quantized.max_abs_error, dense.cosine,
+                     quantized.nan_or_inf, unwritten, rerun_identical ? "same" : "DIFFERENT", gpu_ms,
+                     passed() ? "PASS" : "FAIL");
+}
+
+MoeCheckResult check_forward(MoeLayer& layer, const RandomWeights& weights, int tokens, RoutingKind routing,
+                             std::uint64_t seed) {
+  const reference::MoeProblem& p = layer.problem();
+  const int H = p.hidden, K = p.top_k;
+  MoeCheckResult res;
+  res.tokens = tokens;
+  res.routing = routing;
+
+  // Fresh inputs: x ~ N(0, 1) on the BF16 grid, quantized to MXFP8 on the CPU.
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(std::size_t(tokens) * H);
+  std::vector<std::uint16_t> x_bf16(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x_bf16[i] = mx::bf16_bits(normal(rng));
+    x[i] = static_cast<float>(mx::bf16_value(x_bf16[i]));
+  }
+  const mx::MxMatrix xq = mx::quantize_mxfp8(x, tokens, H);
+  const std::vector<std::uint32_t> xs_words = mx::pack_scale_words(xq.scales, tokens, H);
+  const reference::Routing r = random_routing(p, tokens, routing, rng());
+
+  DeviceBuffer d_xq(xq.elements.size()), d_xs(xs_words.size() * 4), d_xb(x_bf16.size() * 2);
+  DeviceBuffer d_ids(r.ids.size() * 4), d_w(r.weights.size() * 4), d_y(std::size_t(tokens) * H * 2);
+  d_xq.upload(xq.elements);
+  d_xs.upload(xs_words);
+  d_xb.upload(x_bf16);
+  d_ids.upload(r.ids);
+  d_w.upload(r.weights);
+  MoeForwardArgs args{d_xq.ptr(), d_xs.ptr(), d_xb.ptr(), d_ids.ptr(), d_w.ptr(), d_y.ptr(), tokens};
+
+  CUstream stream = nullptr;
+  MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
+  CUevent start = nullptr, stop = nullptr;
+  MOEJIT_CU(cuEventCreate, &start, CU_EVENT_DEFAULT);
+  MOEJIT_CU(cuEventCreate, &stop, CU_EVENT_DEFAULT);
+  std::vector<std::uint16_t> y[2];
+  for (int run = 0; run < 2; ++run) {
+    MOEJIT_CU(cuMemsetD8Async, d_y.ptr(), 0xFF, d_y.bytes(), stream);  // poison: 0xFFFF is never written
+    MOEJIT_CU(cuEventRecord, start, stream);
+    layer.forward(args, stream);
+    MOEJIT_CU(cuEventRecord, stop, stream);
+    MOEJIT_CU(cuStreamSynchronize, stream);
+    float ms = 0;
+    MOEJIT_CU(cuEventElapsedTime, &ms, start, stop);
+    res.gpu_ms = ms;
+    y[run].resize(std::size_t(tokens) * H);
+    d_y.download(y[run]);
+  }
+  driver().cuEventDestroy(start);
+  driver().cuEventDestroy(stop);
+  driver().cuStreamDestroy(stream);
+  res.rerun_identical = y[0] == y[1];
+  res.unwritten = static_cast<std::size_t>(std::count(y[0].begin(), y[0].end(), std::uint16_t{0xFFFF}));
+
+  // The kernel's own quantization of BF16 x must equal the CPU twin's, bit for bit.
+  const MoeWorkspaceLayout& l = layer.workspace_layout();
+  if (layer.options().input_bf16) {
+    std::vector<std::uint8_t> gq(xq.elements.size()), gs(xq.scales.size());
+    MOEJIT_CU(cuMemcpyDtoH, gq.data(), layer.workspace() + l.x_q, gq.size());
+    MOEJIT_CU(cuMemcpyDtoH, gs.data(), layer.workspace() + l.x_scales, gs.size());
+    res.x_quantization_matches = gq == xq.elements && gs == xq.scales;
+  }
+
+  const std::vector<std::uint16_t> want = reference::quantized_reference(p, weights.host, xq.elements, xq.scales, r);
+  res.quantized = reference::compare(bf16_to_double(y[0]), bf16_to_double(want));
+
+  std::vector<int> sample;
+  for (int t = 0; t < tokens && sample.size() < 16; t += std::max(1, tokens / 16)) sample.push_back(t);
+  const std::vector<double> dense = reference::dense_reference(p, weights.host, x, r, sample);
+  std::vector<double> got_sample;
+  for (int t : sample)
+    for (int h = 0; h < H; ++h) got_sample.push_back(mx::bf16_value(y[0][std::size_t(t) * H + h]));
+  res.dense = reference::compare(got_sample, dense);
+  (void)K;
+  return res;
+}
+
+}  // namespace moejit::runtime

@@ -1,0 +1,224 @@
+#include "runtime/moe_layer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/kernel_builder.hpp"
+
+namespace moejit::runtime {
+
+struct MoeLayer::RoleKernels {
+  codegen::MoeKernelShape shape;
+  std::unique_ptr<LoadedKernel> dispatch, compute, finalize;
+  unsigned compute_grid = 0;
+  unsigned compute_smem = 0;
+};
+
+namespace {
+std::unique_ptr<LoadedKernel> load(const codegen::KernelSpec& spec) {
+  const BuildArtifacts built = build_kernel(spec);
+  return std::make_unique<LoadedKernel>(built.cubin, spec.entry_name());
+}
+
+void check_problem(const reference::MoeProblem& p, const MoeLayerOptions& o) {
+  auto range = [](const char* field, long long v, long long lo, long long hi, long long multiple) {
+    if (v < lo || v > hi || v % multiple != 0)
+      throw InvalidInput(field, multiple > 1 ? fmt::format("{} = {} is invalid: must be a multiple of {} in [{}, {}]",
+                                                           field, v, multiple, lo, hi)
+                                             : fmt::format("{} = {} is outside the allowed range [{}, {}]", field, v,
+                                                           lo, hi));
+  };
+  range("experts E", p.experts, 1, 2048, 1);
+  range("top-k k", p.top_k, 1, std::min(32, p.experts), 1);
+  range("hidden H", p.hidden, 512, 8192, 128);
+  range("intermediate I", p.intermediate, 256, 4096, 128);
+  range("token capacity", o.token_capacity, 1, 256, 1);
+  if (!(p.clamp > 0)) throw InvalidInput("clamp", fmt::format("clamp = {} is invalid: must be > 0", p.clamp));
+}
+}  // namespace
+
+MoeLayer::MoeLayer(const reference::MoeProblem& problem, const CheckpointWeightsDevice& weights,
+                   const MoeLayerOptions& options)
+    : problem_(problem), options_(options) {
+  check_problem(problem, options);
+  device_ = query_device(options.device);
+  const auto target = codegen::parse_target(device_.target_name());
+  if (!target || target->arch != codegen::Arch::sm_90a)
+    throw std::runtime_error(fmt::format("MoeLayer runs on sm_90a GPUs; GPU {} is {} (sm_{}{})", options.device,
+                                         device_.name, device_.cc_major, device_.cc_minor));
+  target_ = *target;
+  for (auto [name, ptr] : {std::pair{"w1", weights.w1}, {"s1", weights.s1}, {"w2", weights.w2}, {"s2", weights.s2}})
+    if (ptr == 0 || ptr % 16 != 0)
+      throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: must be a non-null 16-byte aligned "
+                                           "device pointer",
+                                           name, ptr));
+
+  const int E = problem.experts, H = problem.hidden, I = problem.intermediate;
+  layout_ = MoeWorkspaceLayout::make(E, problem.top_k, H, I, options.token_capacity);
+  workspace_ = DeviceBuffer(layout_.total);
+  MOEJIT_CU(cuMemsetD8, workspace_.ptr(), 0, layout_.total);
+  by_tokens_.assign(options.token_capacity + 1, nullptr);
+
+  // Pack both projections with the JIT weight transform.
+  const std::size_t w1_bytes = std::size_t(E) * 2 * I * H / 2, w2_bytes = std::size_t(E) * H * I / 2;
+  w1_ = DeviceBuffer(w1_bytes);
+  s1_ = DeviceBuffer(w1_bytes / 16);
+  w2_ = DeviceBuffer(w2_bytes);
+  s2_ = DeviceBuffer(w2_bytes / 16);
+  DeviceBuffer status(4);
+  MOEJIT_CU(cuMemsetD8, status.ptr(), 0, 4);
+  struct Projection {
+    int rows, k;
+    bool interleave;
+    CUdeviceptr in, in_scales, out, out_scales;
+  };
+  for (const Projection& p : {Projection{2 * I, H, true, weights.w1, weights.s1, w1_.ptr(), s1_.ptr()},
+                              Projection{H, I, false, weights.w2, weights.s2, w2_.ptr(), s2_.ptr()}}) {
+    const auto kernel = load(codegen::moe_weight_transform_spec(E, p.rows, p.k, p.interleave, target_));
+    CUdeviceptr in = p.in, in_scales = p.in_scales, out = p.out, out_scales = p.out_scales, st = status.ptr();
+    void* args[] = {&in, &in_scales, &out, &out_scales, &st};
+    const std::size_t words = std::size_t(E) * p.rows * p.k / 8;
+    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((words + 255) / 256, 65535));
+    kernel->launch({grid, codegen::k_transform_threads, 0}, nullptr, args);
+  }
+  int bad_scale = 0;
+  MOEJIT_CU(cuCtxSynchronize);
+  status.download(&bad_scale, 4);
+  if (bad_scale)
+    throw InvalidInput("weight scales", "weight scales: a UE8M0 code is above 128 (|w| >= 16); the sm_90a "
+                                        "dequantization supports codes in [0, 128]");
+
+  w1_map_ = encode_weight_tile_map(w1_.ptr(), std::uint64_t(E) * (H / 128) * 2 * I);
+  w2_map_ = encode_weight_tile_map(w2_.ptr(), std::uint64_t(E) * (I / 128) * H);
+  maps_ = DeviceBuffer(2 * sizeof(TensorMapBlob));
+  const TensorMapBlob maps[2] = {w1_map_, w2_map_};
+  maps_.upload(maps, sizeof(maps));
+}
+
+MoeLayer::~MoeLayer() = default;
+
+codegen::MoeKernelShape MoeLayer::kernel_shape(int tokens) const {
+  codegen::MoeKernelShape s;
+  s.experts = problem_.experts;
+  s.top_k = problem_.top_k;
+  s.hidden = problem_.hidden;
+  s.intermediate = problem_.intermediate;
+  s.input_bf16 = options_.input_bf16;
+  // Mean routed rows per expert (seed eq. 1) and the token tile tiers.
+  const int r = (tokens * problem_.top_k + problem_.experts - 1) / problem_.experts;
+  s.tile_n = r <= 16 ? 16 : r <= 32 ? 32 : r <= 48 ? 48 : 64;
+  // As deep as two co-resident CTAs allow (<= 8 stages).
+  const int budget = device_.smem_per_sm / 2 - 2048;
+  s.stages = 8;
+  while (s.stages > 2 && codegen::compute_smem_bytes(s) > budget) --s.stages;
+  s.min_blocks_per_sm = 2;
+  return s;
+}
+
+const MoeLayer::RoleKernels& MoeLayer::kernels_for(int tokens) {
+  std::lock_guard lock(mutex_);
+  if (const RoleKernels* k = by_tokens_[tokens]) return *k;
+  const codegen::MoeKernelShape shape = kernel_shape(tokens);
+  const codegen::KernelSpec compute_spec = codegen::moe_compute_spec(shape, target_);
+  auto& slot = kernels_[compute_spec.summary()];
+  if (!slot) {
+    auto k = std::make_unique<RoleKernels>();
+    k->shape = shape;
+    k->dispatch = load(codegen::moe_dispatch_spec(shape, target_));
+    k->compute = load(compute_spec);
+    k->finalize = load(codegen::moe_finalize_spec(shape, target_));
+    k->compute_smem = static_cast<unsigned>(codegen::compute_smem_bytes(shape));
+    CUfunction fn = nullptr;
+    MOEJIT_CU(cuKernelGetFunction, &fn, k->compute->kernel());
+    MOEJIT_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+              static_cast<int>(k->compute_smem));
+    int per_sm = 0;
+    MOEJIT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm, fn, codegen::k_compute_threads, k->compute_smem);
+    if (per_sm < 1)
+      throw std::runtime_error(fmt::format("compute role: {} threads with {} bytes of SMEM cannot be resident",
+                                           codegen::k_compute_threads, k->compute_smem));
+    // Persistent: every CTA resident, so the GEMM2 waits on GEMM1 counters cannot deadlock.
+    k->compute_grid = static_cast<unsigned>(per_sm * device_.sm_count);
+    slot = std::move(k);
+  }
+  by_tokens_[tokens] = slot.get();
+  return *slot;
+}
+
+int MoeLayer::kernels_built() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(kernels_.size());
+}
+
+void MoeLayer::validate(const MoeForwardArgs& a) const {
+  if (a.tokens < 1 || a.tokens > options_.token_capacity)
+    throw InvalidInput("tokens", fmt::format("tokens B = {} is outside the allowed range [1, {}] (token capacity)",
+                                             a.tokens, options_.token_capacity));
+  auto pointer = [](const char* field, CUdeviceptr p, unsigned alignment) {
+    if (p == 0 || p % alignment != 0)
+      throw InvalidInput(field, fmt::format("{} = 0x{:x} is invalid: must be a non-null {}-byte aligned device "
+                                            "pointer",
+                                            field, p, alignment));
+  };
+  if (options_.input_bf16) {
+    pointer("x_bf16", a.x_bf16, 16);
+  } else {
+    pointer("x_q", a.x_q, 16);
+    pointer("x_scales", a.x_scales, 4);
+  }
+  pointer("topk_ids", a.topk_ids, 4);
+  pointer("topk_weights", a.topk_weights, 4);
+  pointer("y", a.y, 16);
+  if (options_.check_routes_on_host) {
+    std::vector<std::int32_t> ids(std::size_t(a.tokens) * problem_.top_k);
+    MOEJIT_CU(cuMemcpyDtoH, ids.data(), a.topk_ids, ids.size() * 4);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= problem_.experts)
+        throw InvalidInput("topk_ids", fmt::format("topk_ids[{}][{}] = {} is outside the allowed range [0, {})",
+                                                   i / problem_.top_k, i % problem_.top_k, ids[i],
+                                                   problem_.experts));
+  }
+}
+
+void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvents* events) {
+  validate(a);
+  const RoleKernels& k = kernels_for(a.tokens);
+  std::vector<CUdeviceptr> ws = layout_.pointers(workspace_.ptr());
+  std::vector<void*> ws_args;
+  for (CUdeviceptr& p : ws) ws_args.push_back(&p);
+  auto with_ws = [&](std::vector<void*> args) {
+    args.insert(args.end(), ws_args.begin(), ws_args.end());
+    return args;
+  };
+  const int H = problem_.hidden;
+  unsigned tokens = static_cast<unsigned>(a.tokens);
+  CUdeviceptr ids = a.topk_ids, xq = a.x_q, xs = a.x_scales, xb = a.x_bf16, tw = a.topk_weights, y = a.y;
+
+  // Dispatch: block 0 routes, the others prepare activation rows (16 or 32 elements a thread).
+  const std::size_t rows_work = std::size_t(a.tokens) * H / (options_.input_bf16 ? 32 : 16);
+  const unsigned dispatch_grid = 1 + static_cast<unsigned>((rows_work + codegen::k_dispatch_threads - 1) /
+                                                           codegen::k_dispatch_threads);
+  auto dispatch_args = with_ws({&ids, &xq, &xs, &xb, &tokens});
+  if (events) MOEJIT_CU(cuEventRecord, events->start, stream);
+  k.dispatch->launch({dispatch_grid, codegen::k_dispatch_threads, 0}, stream, dispatch_args.data());
+
+  CUdeviceptr w1_map = maps_.ptr(), w2_map = maps_.ptr() + sizeof(TensorMapBlob);
+  CUdeviceptr s1 = s1_.ptr(), s2 = s2_.ptr();
+  float clamp = problem_.clamp;
+  auto compute_args = with_ws({&w1_map, &w2_map, &s1, &s2, &tw, &clamp});
+  if (events) MOEJIT_CU(cuEventRecord, events->dispatched, stream);
+  k.compute->launch({k.compute_grid, codegen::k_compute_threads, k.compute_smem}, stream, compute_args.data());
+
+  const std::size_t chunks = std::size_t(a.tokens) * H / 8;
+  const unsigned finalize_grid = static_cast<unsigned>((chunks + codegen::k_finalize_threads - 1) /
+                                                       codegen::k_finalize_threads);
+  auto finalize_args = with_ws({&y, &tokens});
+  if (events) MOEJIT_CU(cuEventRecord, events->computed, stream);
+  k.finalize->launch({finalize_grid, codegen::k_finalize_threads, 0}, stream, finalize_args.data());
+  if (events) MOEJIT_CU(cuEventRecord, events->finalized, stream);
+}
+
+}  // namespace moejit::runtime

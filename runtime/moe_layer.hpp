@@ -1,0 +1,110 @@
+#pragma once
+// moejit::MoeLayer: the fused MoE layer of a decode step on one GPU.
+//
+//   MoeLayer layer(config, weights, options);   // packs the weights (JIT transform kernel)
+//   layer.forward(x, topk_ids, topk_weights, y, B, stream);
+//
+// The first forward for a batch size plans its geometry, builds (or fetches)
+// the role kernels and launches; later ones only launch. Bad input is
+// refused before any launch with the field, its value and the allowed range.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "codegen/moe_kernels.hpp"
+#include "runtime/device.hpp"
+#include "runtime/loaded_kernel.hpp"
+#include "runtime/moe_reference.hpp"
+#include "runtime/moe_workspace.hpp"
+#include "runtime/tensor_map.hpp"
+
+namespace moejit::runtime {
+
+// Input the layer refuses: names the field, its value and the allowed range.
+class InvalidInput : public std::invalid_argument {
+ public:
+  InvalidInput(std::string field, const std::string& what) : std::invalid_argument(what), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+struct MoeLayerOptions {
+  int token_capacity = 256;  // largest B a forward accepts
+  bool input_bf16 = false;   // x arrives as BF16 and is quantized by the dispatch role
+  int device = 0;
+  // Validate topk_ids on the host before launch (one small device->host copy).
+  // Off: an id outside [0, E) still never reads a neighbour; it poisons its token with NaN.
+  bool check_routes_on_host = true;
+};
+
+// Checkpoint-layout MXFP4 weights in device memory (DESIGN.md "Weights").
+struct CheckpointWeightsDevice {
+  CUdeviceptr w1 = 0, s1 = 0;  // [E][2I][H/2], [E][2I][H/32]
+  CUdeviceptr w2 = 0, s2 = 0;  // [E][H][I/2],  [E][H][I/32]
+};
+
+// Device buffers of one forward. Pre-quantized x: x_q [B][H] E4M3 + x_scales
+// [B][H/128] int32; BF16 x (options.input_bf16): x_bf16 [B][H].
+struct MoeForwardArgs {
+  CUdeviceptr x_q = 0, x_scales = 0, x_bf16 = 0;
+  CUdeviceptr topk_ids = 0;      // int32 [B][k]
+  CUdeviceptr topk_weights = 0;  // fp32 [B][k]
+  CUdeviceptr y = 0;             // bf16 [B][H]
+  int tokens = 0;
+};
+
+// Optional events recorded between the roles (for the benchmark's per-role split).
+struct RoleEvents {
+  CUevent start = nullptr, dispatched = nullptr, computed = nullptr, finalized = nullptr;
+};
+
+class MoeLayer {
+ public:
+  MoeLayer(const reference::MoeProblem& problem, const CheckpointWeightsDevice& weights,
+           const MoeLayerOptions& options = {});
+  ~MoeLayer();
+  MoeLayer(const MoeLayer&) = delete;
+  MoeLayer& operator=(const MoeLayer&) = delete;
+
+  void forward(const MoeForwardArgs& args, CUstream stream, const RoleEvents* events = nullptr);
+
+  const reference::MoeProblem& problem() const { return problem_; }
+  const MoeLayerOptions& options() const { return options_; }
+  const MoeWorkspaceLayout& workspace_layout() const { return layout_; }
+  CUdeviceptr workspace() const { return workspace_.ptr(); }
+  // The kernel shape the layer uses for `tokens` (plans it if needed).
+  codegen::MoeKernelShape kernel_shape(int tokens) const;
+  int kernels_built() const;
+  // The packed weights (payload, scales) of W1 and W2, for tests.
+  struct PackedDevice {
+    CUdeviceptr w1, s1, w2, s2;
+  };
+  PackedDevice packed_weights() const { return {w1_.ptr(), s1_.ptr(), w2_.ptr(), s2_.ptr()}; }
+
+ private:
+  struct RoleKernels;
+  const RoleKernels& kernels_for(int tokens);
+  void validate(const MoeForwardArgs& args) const;
+
+  reference::MoeProblem problem_;
+  MoeLayerOptions options_;
+  DeviceInfo device_;
+  codegen::Target target_;
+  MoeWorkspaceLayout layout_;
+  DeviceBuffer workspace_;
+  DeviceBuffer w1_, s1_, w2_, s2_;  // packed
+  DeviceBuffer maps_;               // the two TensorMaps, for the pointer ABI
+  TensorMapBlob w1_map_, w2_map_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<RoleKernels>> kernels_;  // by compute spec summary
+  std::vector<const RoleKernels*> by_tokens_;                    // [B] -> kernels, filled on first use
+};
+
+}  // namespace moejit::runtime

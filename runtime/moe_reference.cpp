@@ -1,0 +1,186 @@
+#include "runtime/moe_reference.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "runtime/mx_format.hpp"
+
+namespace moejit::reference {
+namespace {
+// One row of an MXFP4 checkpoint matrix as doubles.
+void dequantize_row(const std::uint8_t* payload, const std::uint8_t* scales, int cols, double* out) {
+  for (int c = 0; c < cols; ++c) {
+    const std::uint8_t byte = payload[c / 2];
+    out[c] = mx::e2m1_value(c % 2 ? byte >> 4 : byte & 0xF) * mx::ue8m0_value(scales[c / 32]);
+  }
+}
+
+// Double dot product with independent partial sums: the reference's cost is
+// dominated by this loop, and one dependency chain would leave the FPU idle.
+double dot(const double* a, const double* b, int n) {
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) s[l] += a[i + l] * b[i + l];
+  for (; i < n; ++i) s[0] += a[i] * b[i];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+template <typename Fn>
+void parallel_for(int n, int threads, Fn fn) {
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::min(threads, n); ++t)
+    pool.emplace_back([&] {
+      for (int i; (i = next.fetch_add(1)) < n;) fn(i);
+    });
+  for (auto& th : pool) th.join();
+}
+}  // namespace
+
+std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const CheckpointWeights& w,
+                                               const std::vector<std::uint8_t>& x_q,
+                                               const std::vector<std::uint8_t>& x_scales, const Routing& routing,
+                                               int threads) {
+  const int E = p.experts, K = p.top_k, H = p.hidden, I = p.intermediate, B = routing.tokens;
+  // Activations as doubles, once per token.
+  std::vector<double> x(size_t(B) * H);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = mx::e4m3_value(x_q[i]) * mx::ue8m0_value(x_scales[i / 32]);
+
+  std::vector<std::vector<int>> routes(E);  // route index t*k+j per expert
+  for (int r = 0; r < B * K; ++r)
+    if (routing.ids[r] >= 0 && routing.ids[r] < E) routes[routing.ids[r]].push_back(r);
+  std::vector<int> active;
+  for (int e = 0; e < E; ++e)
+    if (!routes[e].empty()) active.push_back(e);
+
+  const double c = mx::round_bf16(p.clamp);
+  // Work items are (active expert, chunk of 64 output rows), so a skewed
+  // routing with a few hot experts still uses every thread.
+  constexpr int kChunk = 64;
+  std::vector<std::vector<double>> act(E);  // [routes of e][I]
+  for (int e : active) act[e].assign(routes[e].size() * I, 0.0);
+  const int chunks1 = I / kChunk, chunks2 = H / kChunk;
+  parallel_for(static_cast<int>(active.size()) * chunks1, threads, [&](int task) {
+    const int e = active[task / chunks1];
+    const std::vector<int>& rs = routes[e];
+    std::vector<double> row(H);
+    std::vector<double> gate(rs.size()), up(rs.size());
+    for (int i = (task % chunks1) * kChunk; i < (task % chunks1 + 1) * kChunk; ++i) {
+      for (int half = 0; half < 2; ++half) {
+        const size_t r = size_t(e) * 2 * I + i + size_t(half) * I;
+        dequantize_row(w.w1.data() + r * (H / 2), w.s1.data() + r * (H / 32), H, row.data());
+        for (size_t q = 0; q < rs.size(); ++q) (half ? up : gate)[q] = dot(row.data(), x.data() + size_t(rs[q] / K) * H, H);
+      }
+      for (size_t q = 0; q < rs.size(); ++q) {
+        const double g = mx::round_bf16(gate[q] > c ? c : gate[q]);
+        const double u = mx::round_bf16(up[q] > c ? c : (up[q] < -c ? -c : up[q]));
+        act[e][q * I + i] = routing.weights[rs[q]] * (g / (1.0 + std::exp(-g)) * u);
+      }
+    }
+  });
+  // MXFP8 requantization along I, kept as the BF16 image the kernels hand off.
+  for (int e : active) {
+    for (size_t q = 0; q < routes[e].size(); ++q) {
+      for (int b = 0; b < I / 32; ++b) {
+        double* block = act[e].data() + q * I + 32 * b;
+        double amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(block[i]));
+        const std::uint8_t code = mx::block_scale_code(amax, 8);
+        for (int i = 0; i < 32; ++i)
+          block[i] = mx::round_bf16(mx::e4m3_value(mx::e4m3_encode(block[i] * std::ldexp(1.0, 127 - code))) *
+                                    mx::ue8m0_value(code));
+      }
+    }
+  }
+  // GEMM2 -> BF16 slot rows.
+  std::vector<std::uint16_t> slots(size_t(B) * K * H, 0);
+  parallel_for(static_cast<int>(active.size()) * chunks2, threads, [&](int task) {
+    const int e = active[task / chunks2];
+    const std::vector<int>& rs = routes[e];
+    std::vector<double> row(I);
+    for (int h = (task % chunks2) * kChunk; h < (task % chunks2 + 1) * kChunk; ++h) {
+      const size_t r = size_t(e) * H + h;
+      dequantize_row(w.w2.data() + r * (I / 2), w.s2.data() + r * (I / 32), I, row.data());
+      for (size_t q = 0; q < rs.size(); ++q)
+        slots[size_t(rs[q]) * H + h] = mx::bf16_bits(dot(row.data(), act[e].data() + q * I, I));
+    }
+  });
+
+  std::vector<std::uint16_t> y(size_t(B) * H);
+  for (int t = 0; t < B; ++t) {
+    bool poisoned = false;
+    for (int j = 0; j < K; ++j) poisoned |= routing.ids[size_t(t) * K + j] < 0 || routing.ids[size_t(t) * K + j] >= E;
+    for (int h = 0; h < H; ++h) {
+      float sum = 0;  // FP32, in slot order, as the finalize role
+      for (int j = 0; j < K; ++j) sum += static_cast<float>(mx::bf16_value(slots[(size_t(t) * K + j) * H + h]));
+      y[size_t(t) * H + h] = poisoned ? 0x7FC0 : mx::bf16_bits(sum);
+    }
+  }
+  return y;
+}
+
+std::vector<double> dense_reference(const MoeProblem& p, const CheckpointWeights& w, const std::vector<float>& x,
+                                    const Routing& routing, const std::vector<int>& tokens, int threads) {
+  const int K = p.top_k, H = p.hidden, I = p.intermediate;
+  std::vector<double> y(tokens.size() * H, 0.0);
+  parallel_for(static_cast<int>(tokens.size()), threads, [&](int ti) {
+    const int t = tokens[ti];
+    std::vector<double> act(I), row(std::max(H, I));
+    for (int j = 0; j < K; ++j) {
+      const int e = routing.ids[size_t(t) * K + j];
+      if (e < 0 || e >= p.experts) continue;
+      const std::vector<double> xt(x.begin() + size_t(t) * H, x.begin() + size_t(t + 1) * H);
+      for (int i = 0; i < I; ++i) {
+        double gu[2];
+        for (int half = 0; half < 2; ++half) {
+          const size_t r = size_t(e) * 2 * I + i + size_t(half) * I;
+          dequantize_row(w.w1.data() + r * (H / 2), w.s1.data() + r * (H / 32), H, row.data());
+          gu[half] = dot(row.data(), xt.data(), H);
+        }
+        const double g = std::min(gu[0], double(p.clamp));
+        const double u = std::clamp(gu[1], -double(p.clamp), double(p.clamp));
+        act[i] = g / (1.0 + std::exp(-g)) * u;
+      }
+      for (int h = 0; h < H; ++h) {
+        const size_t r = size_t(e) * H + h;
+        dequantize_row(w.w2.data() + r * (I / 2), w.s2.data() + r * (I / 32), I, row.data());
+        y[size_t(ti) * H + h] += routing.weights[size_t(t) * K + j] * dot(row.data(), act.data(), I);
+      }
+    }
+  });
+  return y;
+}
+
+std::vector<float> dequantize_mxfp4(const std::vector<std::uint8_t>& payload, const std::vector<std::uint8_t>& scales,
+                                    std::size_t matrices, int rows, int cols) {
+  std::vector<float> out(matrices * rows * cols);
+  std::vector<double> row(cols);
+  for (size_t r = 0; r < matrices * rows; ++r) {
+    dequantize_row(payload.data() + r * (cols / 2), scales.data() + r * (cols / 32), cols, row.data());
+    for (int c = 0; c < cols; ++c) out[r * cols + c] = static_cast<float>(row[c]);
+  }
+  return out;
+}
+
+Agreement compare(const std::vector<double>& got, const std::vector<double>& want) {
+  Agreement a;
+  double dot = 0, ng = 0, nw = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) {
+      ++a.nan_or_inf;
+      continue;
+    }
+    dot += got[i] * want[i];
+    ng += got[i] * got[i];
+    nw += want[i] * want[i];
+    a.max_abs_error = std::max(a.max_abs_error, std::fabs(got[i] - want[i]));
+  }
+  a.cosine = (ng == 0 && nw == 0) ? 1.0 : dot / std::sqrt(ng * nw);
+  return a;
+}
+
+}  // namespace moejit::reference

@@ -1,0 +1,60 @@
+#pragma once
+// CPU references for the fused MoE layer. They share no code with the kernels.
+//
+// quantized_reference: the operator's exact semantics on the same quantized
+// inputs, accumulated in double:
+//   g, u   = W1_gate/up(e) . x_t                  (MXFP4 x MXFP8, exact products)
+//   g', u' = BF16(min(g, c)), BF16(clamp(u, -c, c))  with c = BF16(clamp)
+//   a      = w_tj * g' * sigmoid(g') * u'
+//   a_q    = MXFP8(a) per 32 along I (OCP rule), then its BF16 image
+//   slot   = BF16(W2(e) . a_q)
+//   y_t    = BF16(sum_j slot_j, in FP32, j = 0..k-1); NaN if a route id is outside [0, E)
+// dense_reference: the same layer on unquantized FP32 weights and activations.
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace moejit::reference {
+
+struct MoeProblem {
+  int experts = 0, top_k = 0, hidden = 0, intermediate = 0;
+  float clamp = std::numeric_limits<float>::infinity();
+};
+
+// Checkpoint-layout MXFP4 weights (DESIGN.md "Weights").
+struct CheckpointWeights {
+  std::vector<std::uint8_t> w1, s1;  // [E][2I][H/2], [E][2I][H/32]
+  std::vector<std::uint8_t> w2, s2;  // [E][H][I/2],  [E][H][I/32]
+};
+
+struct Routing {
+  int tokens = 0;
+  std::vector<std::int32_t> ids;  // [B][k]
+  std::vector<float> weights;     // [B][k]
+};
+
+// x: E4M3 [B][H] and UE8M0 [B][H/32]. Returns BF16 bits [B][H].
+std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const CheckpointWeights& w,
+                                               const std::vector<std::uint8_t>& x_q,
+                                               const std::vector<std::uint8_t>& x_scales, const Routing& routing,
+                                               int threads = 0);
+
+// The layer without activation quantization, BF16 rounding or requantization:
+// FP32 activations x [B][H] against the weights' real values, double
+// accumulation. Only the tokens listed are computed. Returns [tokens.size()][H].
+std::vector<double> dense_reference(const MoeProblem& p, const CheckpointWeights& w, const std::vector<float>& x,
+                                    const Routing& routing, const std::vector<int>& tokens, int threads = 0);
+
+// Dequantizes checkpoint weights of one projection to FP32 ([E][rows][cols]).
+std::vector<float> dequantize_mxfp4(const std::vector<std::uint8_t>& payload, const std::vector<std::uint8_t>& scales,
+                                    std::size_t matrices, int rows, int cols);
+
+struct Agreement {
+  double cosine = 0;
+  double max_abs_error = 0;
+  std::size_t nan_or_inf = 0;  // elements of `got` that are not finite
+};
+Agreement compare(const std::vector<double>& got, const std::vector<double>& want);
+
+}  // namespace moejit::reference

@@ -1,0 +1,23 @@
+#pragma once
+// TensorMaps (TMA descriptors), encoded on the host. The compute role takes
+// them by value (128-byte kernel parameters), so a replayed graph never
+// fetches a descriptor from global memory.
+
+#include <array>
+#include <cstdint>
+
+#include "runtime/driver_api.hpp"
+
+namespace moejit::runtime {
+
+struct alignas(64) TensorMapBlob {
+  std::array<std::uint8_t, 128> bytes{};
+  friend bool operator==(const TensorMapBlob&, const TensorMapBlob&) = default;
+};
+static_assert(sizeof(TensorMapBlob) == sizeof(CUtensorMap));
+
+// The packed MXFP4 payload [E][K/128][N][64] viewed as `rows` rows of 64 bytes;
+// one box is a 64-row x K128 weight tile (4 KB).
+TensorMapBlob encode_weight_tile_map(CUdeviceptr payload, std::uint64_t rows);
+
+}  // namespace moejit::runtime

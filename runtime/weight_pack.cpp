@@ -1,0 +1,42 @@
+#include "runtime/weight_pack.hpp"
+
+namespace moejit::runtime {
+
+PackedProjection pack_projection(const std::vector<std::uint8_t>& payload, const std::vector<std::uint8_t>& scales,
+                                 int experts, int rows, int k, bool interleave) {
+  PackedProjection out;
+  const int blocks = k / 128;
+  out.payload.assign(std::size_t(experts) * blocks * rows * 16, 0);
+  out.scales.assign(std::size_t(experts) * blocks * rows, 0);
+  for (int e = 0; e < experts; ++e) {
+    for (int src_row = 0; src_row < rows; ++src_row) {
+      // Packed row of checkpoint row `src_row`: gate i and up i share a 16-row
+      // slice, gate in its first 8 rows, up in its last 8.
+      int n = src_row;
+      if (interleave) {
+        const bool up = src_row >= rows / 2;
+        const int i = up ? src_row - rows / 2 : src_row;
+        n = (i / 32) * 64 + ((i % 32) / 8) * 16 + (up ? 8 : 0) + i % 8;
+      }
+      const std::uint8_t* row = payload.data() + (std::size_t(e) * rows + src_row) * (k / 2);
+      for (int kk = 0; kk < k; ++kk) {
+        const std::uint32_t code = (row[kk / 2] >> (4 * (kk % 2))) & 0xF;
+        const int kb = kk / 128, c = kk % 128;  // column within the K128 block
+        const int j = c / 32, in_block = c % 32;
+        const int chunk16 = in_block / 16, within = in_block % 16;
+        const int t = (within % 8) / 2, high_col = within / 8, elem = within % 2;
+        const int pair = 2 * chunk16 + high_col;  // 0: 2t, 1: 2t+8, 2: 16+2t, 3: 24+2t
+        const int nibble = elem == 0 ? 3 - pair : 7 - pair;
+        const std::size_t word = ((std::size_t(e) * blocks + kb) * rows + n) * 16 + 4 * t + j;
+        out.payload[word] |= code << (4 * nibble);
+      }
+      for (int kb = 0; kb < blocks; ++kb)
+        for (int j = 0; j < 4; ++j)
+          out.scales[(std::size_t(e) * blocks + kb) * rows + n] |=
+              std::uint32_t(scales[(std::size_t(e) * rows + src_row) * (k / 32) + 4 * kb + j]) << (8 * j);
+    }
+  }
+  return out;
+}
+
+}  // namespace moejit::runtime

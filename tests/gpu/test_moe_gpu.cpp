@@ -1,0 +1,101 @@
+// The fused MoE layer on the GPU against the CPU references: both model
+// shapes x B = 1..256 x four routings, the Table 10 edges, and BF16 input.
+// Fresh random inputs every run (the seed is printed); outputs poisoned
+// before each run; every forward runs twice and must repeat bit for bit.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "runtime/moe_check.hpp"
+#include "runtime/weight_pack.hpp"
+
+using namespace moejit;
+using runtime::RoutingKind;
+
+namespace {
+std::uint64_t fresh_seed() {
+  static const std::uint64_t seed = [] {
+    const char* env = std::getenv("MOEJIT_TEST_SEED");
+    return env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+  }();
+  return seed;
+}
+
+struct Shape {
+  const char* name;
+  reference::MoeProblem problem;
+};
+
+int run_matrix(const Shape& shape, const std::vector<int>& batches, bool input_bf16,
+               const std::vector<RoutingKind>& routings) {
+  runtime::ScopedContext ctx(0);
+  const std::uint64_t seed = fresh_seed() ^ std::hash<std::string>{}(shape.name);
+  const runtime::RandomWeights weights = runtime::random_weights(shape.problem, seed);
+  runtime::MoeLayerOptions options;
+  options.input_bf16 = input_bf16;
+  runtime::MoeLayer layer(shape.problem, weights.device(), options);
+  int failures = 0;
+  std::uint64_t case_seed = seed;
+  for (int b : batches)
+    for (RoutingKind routing : routings) {
+      const runtime::MoeCheckResult r = runtime::check_forward(layer, weights, b, routing, ++case_seed);
+      fmt::print("{:<14} {} {}\n", shape.name, input_bf16 ? "bf16-x" : "mxfp8-x", r.summary());
+      CHECK_MESSAGE(r.passed(), shape.name << " " << r.summary());
+      failures += !r.passed();
+    }
+  return failures;
+}
+
+const std::vector<int> k_batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+const std::vector<RoutingKind> k_routings(std::begin(runtime::k_all_routings), std::end(runtime::k_all_routings));
+}  // namespace
+
+TEST_CASE("seed") { MESSAGE("MOEJIT_TEST_SEED=" << fresh_seed()); }
+
+TEST_CASE("weight transform matches its CPU twin") {
+  runtime::ScopedContext ctx(0);
+  const reference::MoeProblem p{8, 2, 512, 256, 10.0f};
+  const runtime::RandomWeights w = runtime::random_weights(p, fresh_seed());
+  runtime::MoeLayer layer(p, w.device());
+  const auto packed = layer.packed_weights();
+  struct Proj {
+    const std::vector<std::uint8_t>& payload;
+    const std::vector<std::uint8_t>& scales;
+    int rows, k;
+    bool interleave;
+    CUdeviceptr d_payload, d_scales;
+  };
+  for (const Proj& pr : {Proj{w.host.w1, w.host.s1, 2 * p.intermediate, p.hidden, true, packed.w1, packed.s1},
+                         Proj{w.host.w2, w.host.s2, p.hidden, p.intermediate, false, packed.w2, packed.s2}}) {
+    const runtime::PackedProjection want =
+        runtime::pack_projection(pr.payload, pr.scales, p.experts, pr.rows, pr.k, pr.interleave);
+    std::vector<std::uint32_t> payload(want.payload.size()), scales(want.scales.size());
+    MOEJIT_CU(cuMemcpyDtoH, payload.data(), pr.d_payload, payload.size() * 4);
+    MOEJIT_CU(cuMemcpyDtoH, scales.data(), pr.d_scales, scales.size() * 4);
+    CHECK(payload == want.payload);
+    CHECK(scales == want.scales);
+  }
+}
+
+TEST_CASE("Table 10 edges") {
+  int failures = 0;
+  failures += run_matrix({"edge-H512-k1", {8, 1, 512, 256, 10.0f}}, {1, 7, 256}, false, k_routings);
+  failures += run_matrix({"edge-H512-k32", {32, 32, 512, 256, 10.0f}}, {1, 5, 64}, false, k_routings);
+  failures += run_matrix({"edge-H8192-I4096", {4, 4, 8192, 4096, 10.0f}}, {1, 3, 32}, false, k_routings);
+  CHECK(failures == 0);
+}
+
+TEST_CASE("BF16 input is quantized by the dispatch role exactly as the CPU twin") {
+  CHECK(run_matrix({"glm5.2", {256, 8, 6144, 2048, 10.0f}}, {1, 8, 64}, true, {RoutingKind::uniform}) == 0);
+}
+
+TEST_CASE("GLM5.2 matrix") {
+  CHECK(run_matrix({"glm5.2", {256, 8, 6144, 2048, 10.0f}}, k_batches, false, k_routings) == 0);
+}
+
+TEST_CASE("DSV4.1-Flash matrix") {
+  CHECK(run_matrix({"dsv4.1-flash", {384, 6, 5120, 2304, 10.0f}}, k_batches, false, k_routings) == 0);
+}
