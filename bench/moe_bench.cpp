@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
     runtime::MoeLayerOptions options;
     options.check_routes_on_host = false;  // graph capture: no host copies inside forward
     runtime::MoeLayer layer(p, weights.device(), options);
-    const double expert_bytes = double(2 * p.intermediate) * p.hidden * (0.5 + 1.0 / 32) +
-                                double(p.hidden) * p.intermediate * (0.5 + 1.0 / 32);
+    const double expert_bytes =
+        double(2 * p.intermediate) * p.hidden * (0.5 + 1.0 / 32) + double(p.hidden) * p.intermediate * (0.5 + 1.0 / 32);
     runtime::DeviceBuffer y(std::size_t(256) * p.hidden * 2);
     for (int b : batches) {
       std::vector<InputSet> sets(kSets);

@@ -5,13 +5,20 @@ namespace {
 // The workspace formals, in the order of MOEJIT_WORKSPACE_FORMALS (templates/moe_workspace.cuh).
 std::vector<KernelParam> workspace_params() {
   return {
-      {"ws_header", ParamType::ptr, "moejit::MoeHeader*"},    {"ws_token_poison", ParamType::ptr, "int*"},
-      {"ws_route_slot", ParamType::ptr, "int*"},              {"ws_active_expert", ParamType::ptr, "int*"},
-      {"ws_active_rows", ParamType::ptr, "int*"},             {"ws_active_base", ParamType::ptr, "int*"},
-      {"ws_item_begin1", ParamType::ptr, "int*"},             {"ws_item_begin2", ParamType::ptr, "int*"},
-      {"ws_l1_done", ParamType::ptr, "int*"},                 {"ws_x_q", ParamType::ptr, "moejit::u8*"},
-      {"ws_x_scales", ParamType::ptr, "moejit::u32*"},        {"ws_x_bf16", ParamType::ptr, "moejit::u16*"},
-      {"ws_handoff", ParamType::ptr, "moejit::u16*"},         {"ws_arena", ParamType::ptr, "moejit::u16*"},
+      {"ws_header", ParamType::ptr, "moejit::MoeHeader*"},
+      {"ws_token_poison", ParamType::ptr, "int*"},
+      {"ws_route_slot", ParamType::ptr, "int*"},
+      {"ws_active_expert", ParamType::ptr, "int*"},
+      {"ws_active_rows", ParamType::ptr, "int*"},
+      {"ws_active_base", ParamType::ptr, "int*"},
+      {"ws_item_begin1", ParamType::ptr, "int*"},
+      {"ws_item_begin2", ParamType::ptr, "int*"},
+      {"ws_l1_done", ParamType::ptr, "int*"},
+      {"ws_x_q", ParamType::ptr, "moejit::u8*"},
+      {"ws_x_scales", ParamType::ptr, "moejit::u32*"},
+      {"ws_x_bf16", ParamType::ptr, "moejit::u16*"},
+      {"ws_handoff", ParamType::ptr, "moejit::u16*"},
+      {"ws_arena", ParamType::ptr, "moejit::u16*"},
   };
 }
 
@@ -37,8 +44,8 @@ int compute_smem_bytes(const MoeKernelShape& shape) {
 }
 
 KernelSpec moe_dispatch_spec(const MoeKernelShape& shape, Target target) {
-  KernelSpec s = base_spec("moe_dispatch", "moe_dispatch.cuh", "moejit::moe_dispatch_entry", target,
-                           k_dispatch_threads);
+  KernelSpec s =
+      base_spec("moe_dispatch", "moe_dispatch.cuh", "moejit::moe_dispatch_entry", target, k_dispatch_threads);
   s.constants = {{"kExperts", shape.experts},
                  {"kTopK", shape.top_k},
                  {"kHidden", shape.hidden},
@@ -58,8 +65,8 @@ KernelSpec moe_dispatch_spec(const MoeKernelShape& shape, Target target) {
 }
 
 KernelSpec moe_compute_spec(const MoeKernelShape& shape, Target target) {
-  KernelSpec s = base_spec("moe_compute", "moe_compute.cuh", "moejit::moe_compute_sm90_entry", target,
-                           k_compute_threads);
+  KernelSpec s =
+      base_spec("moe_compute", "moe_compute.cuh", "moejit::moe_compute_sm90_entry", target, k_compute_threads);
   s.constants = {{"kHidden", shape.hidden},
                  {"kInter", shape.intermediate},
                  {"kTopK", shape.top_k},
@@ -79,8 +86,8 @@ KernelSpec moe_compute_spec(const MoeKernelShape& shape, Target target) {
 }
 
 KernelSpec moe_finalize_spec(const MoeKernelShape& shape, Target target) {
-  KernelSpec s = base_spec("moe_finalize", "moe_finalize.cuh", "moejit::moe_finalize_entry", target,
-                           k_finalize_threads);
+  KernelSpec s =
+      base_spec("moe_finalize", "moe_finalize.cuh", "moejit::moe_finalize_entry", target, k_finalize_threads);
   s.constants = {{"kHidden", shape.hidden}, {"kTopK", shape.top_k}};
   s.params = with_workspace({
       {"y", ParamType::ptr, "moejit::u16*"},
@@ -90,8 +97,8 @@ KernelSpec moe_finalize_spec(const MoeKernelShape& shape, Target target) {
 }
 
 KernelSpec moe_weight_transform_spec(int experts, int rows, int k, bool interleave, Target target) {
-  KernelSpec s = base_spec("moe_weight_transform", "moe_weight_transform.cuh", "moejit::moe_weight_transform",
-                           target, k_transform_threads);
+  KernelSpec s = base_spec("moe_weight_transform", "moe_weight_transform.cuh", "moejit::moe_weight_transform", target,
+                           k_transform_threads);
   s.constants = {{"kExperts", experts}, {"kRows", rows}, {"kK", k}, {"kInterleave", interleave ? 1 : 0}};
   s.params = {
       {"payload_in", ParamType::ptr, "const moejit::u8*"},

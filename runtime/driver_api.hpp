@@ -26,11 +26,11 @@ namespace moejit::runtime {
   X(cuDevicePrimaryCtxRelease, 11000)                  \
   X(cuCtxSetCurrent, 4000)                             \
   X(cuCtxGetCurrent, 4000)                             \
-  X(cuCtxGetDevice, 2000)                             \
-  X(cuCtxSynchronize, 2000)                             \
-  X(cuFuncSetAttribute, 9000)                             \
-  X(cuTensorMapEncodeTiled, 12000)                      \
-  X(cuMemsetD8, 3020)                             \
+  X(cuCtxGetDevice, 2000)                              \
+  X(cuCtxSynchronize, 2000)                            \
+  X(cuFuncSetAttribute, 9000)                          \
+  X(cuTensorMapEncodeTiled, 12000)                     \
+  X(cuMemsetD8, 3020)                                  \
   X(cuLibraryLoadData, 12000)                          \
   X(cuLibraryUnload, 12000)                            \
   X(cuLibraryGetKernel, 12000)                         \
@@ -57,13 +57,13 @@ namespace moejit::runtime {
   X(cuEventRecord, 2000)                               \
   X(cuEventSynchronize, 2000)                          \
   X(cuEventElapsedTime, 12080)                         \
-  X(cuEventDestroy, 4000)                               \
-  X(cuStreamBeginCapture, 10010)                        \
-  X(cuStreamEndCapture, 10000)                          \
-  X(cuStreamIsCapturing, 10000)                         \
-  X(cuGraphInstantiateWithFlags, 11040)                 \
-  X(cuGraphLaunch, 10000)                               \
-  X(cuGraphExecDestroy, 10000)                          \
+  X(cuEventDestroy, 4000)                              \
+  X(cuStreamBeginCapture, 10010)                       \
+  X(cuStreamEndCapture, 10000)                         \
+  X(cuStreamIsCapturing, 10000)                        \
+  X(cuGraphInstantiateWithFlags, 11040)                \
+  X(cuGraphLaunch, 10000)                              \
+  X(cuGraphExecDestroy, 10000)                         \
   X(cuGraphDestroy, 10000)
 
 struct DriverApi {

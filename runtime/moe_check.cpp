@@ -122,10 +122,10 @@ bool MoeCheckResult::passed() const {
 }
 
 std::string MoeCheckResult::summary() const {
-  return fmt::format("B={:<3} {:<10} cos_q={:.7f} maxerr_q={:.3g} cos_dense={:.5f} nan={} unwritten={} rerun={} {:.3f} ms {}",
-                     tokens, routing_name(routing), quantized.cosine, quantized.max_abs_error, dense.cosine,
-                     quantized.nan_or_inf, unwritten, rerun_identical ? "same" : "DIFFERENT", gpu_ms,
-                     passed() ? "PASS" : "FAIL");
+  return fmt::format(
+      "B={:<3} {:<10} cos_q={:.7f} maxerr_q={:.3g} cos_dense={:.5f} nan={} unwritten={} rerun={} {:.3f} ms {}", tokens,
+      routing_name(routing), quantized.cosine, quantized.max_abs_error, dense.cosine, quantized.nan_or_inf, unwritten,
+      rerun_identical ? "same" : "DIFFERENT", gpu_ms, passed() ? "PASS" : "FAIL");
 }
 
 MoeCheckResult check_forward(MoeLayer& layer, const RandomWeights& weights, int tokens, RoutingKind routing,

@@ -38,10 +38,10 @@ RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed)
 struct MoeCheckResult {
   int tokens = 0;
   RoutingKind routing = RoutingKind::uniform;
-  reference::Agreement quantized;  // all tokens, against the quantized reference
-  reference::Agreement dense;      // up to 16 tokens, against the unquantized reference
-  std::size_t unwritten = 0;       // outputs still holding the poison pattern
-  bool rerun_identical = false;    // a second forward produced the same bits
+  reference::Agreement quantized;      // all tokens, against the quantized reference
+  reference::Agreement dense;          // up to 16 tokens, against the unquantized reference
+  std::size_t unwritten = 0;           // outputs still holding the poison pattern
+  bool rerun_identical = false;        // a second forward produced the same bits
   bool x_quantization_matches = true;  // BF16 input: the kernel's MXFP8 equals the CPU twin's
   double gpu_ms = 0;
   bool passed() const;

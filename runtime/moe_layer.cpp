@@ -23,13 +23,15 @@ std::unique_ptr<LoadedKernel> load(const codegen::KernelSpec& spec) {
   return std::make_unique<LoadedKernel>(built.cubin, spec.entry_name());
 }
 
-void check_problem(const reference::MoeProblem& p, const MoeLayerOptions& o) {
+}  // namespace
+
+void validate_problem(const reference::MoeProblem& p, const MoeLayerOptions& o) {
   auto range = [](const char* field, long long v, long long lo, long long hi, long long multiple) {
     if (v < lo || v > hi || v % multiple != 0)
-      throw InvalidInput(field, multiple > 1 ? fmt::format("{} = {} is invalid: must be a multiple of {} in [{}, {}]",
-                                                           field, v, multiple, lo, hi)
-                                             : fmt::format("{} = {} is outside the allowed range [{}, {}]", field, v,
-                                                           lo, hi));
+      throw InvalidInput(field, multiple > 1
+                                    ? fmt::format("{} = {} is invalid: must be a multiple of {} in [{}, {}]", field, v,
+                                                  multiple, lo, hi)
+                                    : fmt::format("{} = {} is outside the allowed range [{}, {}]", field, v, lo, hi));
   };
   range("experts E", p.experts, 1, 2048, 1);
   range("top-k k", p.top_k, 1, std::min(32, p.experts), 1);
@@ -38,12 +40,11 @@ void check_problem(const reference::MoeProblem& p, const MoeLayerOptions& o) {
   range("token capacity", o.token_capacity, 1, 256, 1);
   if (!(p.clamp > 0)) throw InvalidInput("clamp", fmt::format("clamp = {} is invalid: must be > 0", p.clamp));
 }
-}  // namespace
 
 MoeLayer::MoeLayer(const reference::MoeProblem& problem, const CheckpointWeightsDevice& weights,
                    const MoeLayerOptions& options)
     : problem_(problem), options_(options) {
-  check_problem(problem, options);
+  validate_problem(problem, options);
   device_ = query_device(options.device);
   const auto target = codegen::parse_target(device_.target_name());
   if (!target || target->arch != codegen::Arch::sm_90a)
@@ -88,8 +89,9 @@ MoeLayer::MoeLayer(const reference::MoeProblem& problem, const CheckpointWeights
   MOEJIT_CU(cuCtxSynchronize);
   status.download(&bad_scale, 4);
   if (bad_scale)
-    throw InvalidInput("weight scales", "weight scales: a UE8M0 code is above 128 (|w| >= 16); the sm_90a "
-                                        "dequantization supports codes in [0, 128]");
+    throw InvalidInput("weight scales",
+                       "weight scales: a UE8M0 code is above 128 (|w| >= 16); the sm_90a "
+                       "dequantization supports codes in [0, 128]");
 
   w1_map_ = encode_weight_tile_map(w1_.ptr(), std::uint64_t(E) * (H / 128) * 2 * I);
   w2_map_ = encode_weight_tile_map(w2_.ptr(), std::uint64_t(E) * (I / 128) * H);
@@ -153,17 +155,19 @@ int MoeLayer::kernels_built() const {
   return static_cast<int>(kernels_.size());
 }
 
-void MoeLayer::validate(const MoeForwardArgs& a) const {
-  if (a.tokens < 1 || a.tokens > options_.token_capacity)
+void validate_forward_args(const reference::MoeProblem& problem, const MoeLayerOptions& options,
+                           const MoeForwardArgs& a) {
+  (void)problem;
+  if (a.tokens < 1 || a.tokens > options.token_capacity)
     throw InvalidInput("tokens", fmt::format("tokens B = {} is outside the allowed range [1, {}] (token capacity)",
-                                             a.tokens, options_.token_capacity));
+                                             a.tokens, options.token_capacity));
   auto pointer = [](const char* field, CUdeviceptr p, unsigned alignment) {
     if (p == 0 || p % alignment != 0)
       throw InvalidInput(field, fmt::format("{} = 0x{:x} is invalid: must be a non-null {}-byte aligned device "
                                             "pointer",
                                             field, p, alignment));
   };
-  if (options_.input_bf16) {
+  if (options.input_bf16) {
     pointer("x_bf16", a.x_bf16, 16);
   } else {
     pointer("x_q", a.x_q, 16);
@@ -172,14 +176,21 @@ void MoeLayer::validate(const MoeForwardArgs& a) const {
   pointer("topk_ids", a.topk_ids, 4);
   pointer("topk_weights", a.topk_weights, 4);
   pointer("y", a.y, 16);
+}
+
+void validate_route_ids(const reference::MoeProblem& problem, const std::vector<std::int32_t>& ids) {
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= problem.experts)
+      throw InvalidInput("topk_ids", fmt::format("topk_ids[{}][{}] = {} is outside the allowed range [0, {})",
+                                                 i / problem.top_k, i % problem.top_k, ids[i], problem.experts));
+}
+
+void MoeLayer::validate(const MoeForwardArgs& a) const {
+  validate_forward_args(problem_, options_, a);
   if (options_.check_routes_on_host) {
     std::vector<std::int32_t> ids(std::size_t(a.tokens) * problem_.top_k);
     MOEJIT_CU(cuMemcpyDtoH, ids.data(), a.topk_ids, ids.size() * 4);
-    for (std::size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] < 0 || ids[i] >= problem_.experts)
-        throw InvalidInput("topk_ids", fmt::format("topk_ids[{}][{}] = {} is outside the allowed range [0, {})",
-                                                   i / problem_.top_k, i % problem_.top_k, ids[i],
-                                                   problem_.experts));
+    validate_route_ids(problem_, ids);
   }
 }
 
@@ -199,8 +210,8 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
 
   // Dispatch: block 0 routes, the others prepare activation rows (16 or 32 elements a thread).
   const std::size_t rows_work = std::size_t(a.tokens) * H / (options_.input_bf16 ? 32 : 16);
-  const unsigned dispatch_grid = 1 + static_cast<unsigned>((rows_work + codegen::k_dispatch_threads - 1) /
-                                                           codegen::k_dispatch_threads);
+  const unsigned dispatch_grid =
+      1 + static_cast<unsigned>((rows_work + codegen::k_dispatch_threads - 1) / codegen::k_dispatch_threads);
   auto dispatch_args = with_ws({&ids, &xq, &xs, &xb, &tokens});
   if (events) MOEJIT_CU(cuEventRecord, events->start, stream);
   k.dispatch->launch({dispatch_grid, codegen::k_dispatch_threads, 0}, stream, dispatch_args.data());
@@ -213,8 +224,8 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
   k.compute->launch({k.compute_grid, codegen::k_compute_threads, k.compute_smem}, stream, compute_args.data());
 
   const std::size_t chunks = std::size_t(a.tokens) * H / 8;
-  const unsigned finalize_grid = static_cast<unsigned>((chunks + codegen::k_finalize_threads - 1) /
-                                                       codegen::k_finalize_threads);
+  const unsigned finalize_grid =
+      static_cast<unsigned>((chunks + codegen::k_finalize_threads - 1) / codegen::k_finalize_threads);
   auto finalize_args = with_ws({&y, &tokens});
   if (events) MOEJIT_CU(cuEventRecord, events->computed, stream);
   k.finalize->launch({finalize_grid, codegen::k_finalize_threads, 0}, stream, finalize_args.data());

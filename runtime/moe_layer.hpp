@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "codegen/moe_kernels.hpp"
 #include "runtime/device.hpp"
@@ -64,6 +65,13 @@ struct MoeForwardArgs {
 struct RoleEvents {
   CUevent start = nullptr, dispatched = nullptr, computed = nullptr, finalized = nullptr;
 };
+
+// The checks forward() makes before any launch (pointers, token count), and
+// the route-id check on a host copy of topk_ids. Throw InvalidInput.
+void validate_problem(const reference::MoeProblem& problem, const MoeLayerOptions& options);
+void validate_forward_args(const reference::MoeProblem& problem, const MoeLayerOptions& options,
+                           const MoeForwardArgs& args);
+void validate_route_ids(const reference::MoeProblem& problem, const std::vector<std::int32_t>& ids);
 
 class MoeLayer {
  public:

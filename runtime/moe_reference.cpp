@@ -73,7 +73,8 @@ std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const Checkp
       for (int half = 0; half < 2; ++half) {
         const size_t r = size_t(e) * 2 * I + i + size_t(half) * I;
         dequantize_row(w.w1.data() + r * (H / 2), w.s1.data() + r * (H / 32), H, row.data());
-        for (size_t q = 0; q < rs.size(); ++q) (half ? up : gate)[q] = dot(row.data(), x.data() + size_t(rs[q] / K) * H, H);
+        for (size_t q = 0; q < rs.size(); ++q)
+          (half ? up : gate)[q] = dot(row.data(), x.data() + size_t(rs[q] / K) * H, H);
       }
       for (size_t q = 0; q < rs.size(); ++q) {
         const double g = mx::round_bf16(gate[q] > c ? c : gate[q]);

@@ -2,8 +2,7 @@
 
 namespace moejit::runtime {
 
-MoeWorkspaceLayout MoeWorkspaceLayout::make(int experts, int top_k, int hidden, int intermediate,
-                                            int token_capacity) {
+MoeWorkspaceLayout MoeWorkspaceLayout::make(int experts, int top_k, int hidden, int intermediate, int token_capacity) {
   MoeWorkspaceLayout l;
   std::size_t at = 0;
   auto region = [&](std::size_t bytes) {

@@ -9,8 +9,8 @@
 
 namespace moejit::mx {
 
-double e2m1_value(std::uint8_t code);  // low 4 bits
-double e4m3_value(std::uint8_t byte);  // NaN for S.1111.111
+double e2m1_value(std::uint8_t code);   // low 4 bits
+double e4m3_value(std::uint8_t byte);   // NaN for S.1111.111
 double ue8m0_value(std::uint8_t code);  // 2^(code-127); NaN for 0xFF
 
 // Round to nearest even, saturating at the largest finite magnitude (448 / 6).
@@ -24,7 +24,9 @@ std::uint8_t block_scale_code(double amax, int elem_emax);
 
 std::uint16_t bf16_bits(double v);  // round to nearest even, from double directly
 double bf16_value(std::uint16_t bits);
-inline double round_bf16(double v) { return bf16_value(bf16_bits(v)); }
+inline double round_bf16(double v) {
+  return bf16_value(bf16_bits(v));
+}
 
 // A row-major [rows][cols] matrix quantized along cols in blocks of 32.
 struct MxMatrix {

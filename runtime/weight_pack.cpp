@@ -1,6 +1,14 @@
 #include "runtime/weight_pack.hpp"
 
 namespace moejit::runtime {
+namespace {
+// Where bit f (m, e0, e1, s) of the low (h=0) / high (h=1) element of pair p
+// lives in a fragment word: the layout of templates/moe_atom_sm90.cuh.
+constexpr int k_fragment_bit[4][2][4] = {{{6, 7, 8, 15}, {22, 23, 24, 31}},
+                                         {{10, 11, 12, 19}, {26, 27, 28, 3}},
+                                         {{16, 17, 18, 25}, {0, 1, 2, 9}},
+                                         {{20, 13, 14, 21}, {4, 29, 30, 5}}};
+}  // namespace
 
 PackedProjection pack_projection(const std::vector<std::uint8_t>& payload, const std::vector<std::uint8_t>& scales,
                                  int experts, int rows, int k, bool interleave) {
@@ -26,9 +34,8 @@ PackedProjection pack_projection(const std::vector<std::uint8_t>& payload, const
         const int chunk16 = in_block / 16, within = in_block % 16;
         const int t = (within % 8) / 2, high_col = within / 8, elem = within % 2;
         const int pair = 2 * chunk16 + high_col;  // 0: 2t, 1: 2t+8, 2: 16+2t, 3: 24+2t
-        const int nibble = elem == 0 ? 3 - pair : 7 - pair;
         const std::size_t word = ((std::size_t(e) * blocks + kb) * rows + n) * 16 + 4 * t + j;
-        out.payload[word] |= code << (4 * nibble);
+        for (int f = 0; f < 4; ++f) out.payload[word] |= ((code >> f) & 1u) << k_fragment_bit[pair][elem][f];
       }
       for (int kb = 0; kb < blocks; ++kb)
         for (int j = 0; j < 4; ++j)

@@ -68,7 +68,9 @@ __device__ ComputeItem decode_item(const MoeWorkspace& ws, int item, int n_activ
   return it;
 }
 
-__device__ __forceinline__ float round_bf16(float v) { return bf16_to_float(float_to_bf16_rne(v)); }
+__device__ __forceinline__ float round_bf16(float v) {
+  return bf16_to_float(float_to_bf16_rne(v));
+}
 
 // act = g' * sigmoid(g') * u' with g' = min(g, c), u' = clamp(u, -c, c); c, g', u'
 // rounded to BF16 (seed §5.4). Comparisons are written so that NaN propagates.
@@ -81,8 +83,8 @@ __device__ __forceinline__ float clamped_swiglu(float gate, float up, float clam
 
 template <int kHidden, int kInter, int kTopK, int kTileN, int kStages, class Atom>
 __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* __restrict__ w1_scales,
-                            const u32* __restrict__ w2_scales, const float* __restrict__ topk_weights,
-                            float clamp, const MoeWorkspace& ws) {
+                            const u32* __restrict__ w2_scales, const float* __restrict__ topk_weights, float clamp,
+                            const MoeWorkspace& ws) {
   constexpr int kTiles1 = 2 * kInter / 64, kTiles2 = kHidden / 64;
   constexpr int kBlocks1 = kHidden / 128, kBlocks2 = kInter / 128;  // K128 steps
   constexpr int kGroups = kTileN / 8;
@@ -246,7 +248,7 @@ __device__ void moe_compute_sm90_entry(const void* w1_map, const void* w2_map, c
                                        const u32* w2_scales, const float* topk_weights, float clamp,
                                        MOEJIT_WORKSPACE_FORMALS) {
   moe_compute<kHidden, kInter, kTopK, kTileN, kStages, AtomSm90>(w1_map, w2_map, w1_scales, w2_scales, topk_weights,
-                                                                  clamp, MOEJIT_WORKSPACE_STRUCT);
+                                                                 clamp, MOEJIT_WORKSPACE_STRUCT);
 }
 
 }  // namespace moejit

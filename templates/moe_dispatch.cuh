@@ -11,31 +11,40 @@
 namespace moejit {
 
 // Exclusive prefix sum of data[0..n) in place by one block; returns the total.
+// Each thread owns a contiguous run; run totals are scanned with warp shuffles.
 template <int kThreads>
 __device__ int block_exclusive_scan(int* data, int n, int* s_partials) {
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "one warp scans the warp totals");
   const int per_thread = (n + kThreads - 1) / kThreads;
   const int begin = threadIdx.x * per_thread;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int local = 0;
   for (int i = begin; i < begin + per_thread && i < n; ++i) local += data[i];
-  s_partials[threadIdx.x] = local;
+  int inclusive = local;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int v = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
+    if (lane >= d) inclusive += v;
+  }
+  if (lane == 31) s_partials[warp] = inclusive;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int running = 0;
-    for (int i = 0; i < kThreads; ++i) {
-      const int v = s_partials[i];
-      s_partials[i] = running;
-      running += v;
+  if (warp == 0) {
+    int w = lane < kThreads / 32 ? s_partials[lane] : 0;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int v = __shfl_up_sync(0xFFFFFFFFu, w, d);
+      if (lane >= d) w += v;
     }
-    s_partials[kThreads] = running;
+    if (lane < kThreads / 32) s_partials[lane] = w;  // inclusive warp prefix
   }
   __syncthreads();
-  int running = s_partials[threadIdx.x];
+  int running = inclusive - local + (warp > 0 ? s_partials[warp - 1] : 0);
   for (int i = begin; i < begin + per_thread && i < n; ++i) {
     const int v = data[i];
     data[i] = running;
     running += v;
   }
-  const int total = s_partials[kThreads];
+  const int total = s_partials[kThreads / 32 - 1];
   __syncthreads();
   return total;
 }
@@ -151,7 +160,8 @@ __device__ void moe_quantize_rows(const MoeWorkspace& ws, const u16* __restrict_
     u32 q[8], img[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-      const u32 pair = float2_to_e4m3x2(bf16_to_float(w[i] & 0xFFFFu) * inv_scale, bf16_to_float(w[i] >> 16) * inv_scale);
+      const u32 pair =
+          float2_to_e4m3x2(bf16_to_float(w[i] & 0xFFFFu) * inv_scale, bf16_to_float(w[i] >> 16) * inv_scale);
       q[i / 2] = (i % 2) ? (q[i / 2] | (pair << 16)) : pair;
       img[i] = u32(mxfp8_to_bf16(pair & 0xFFu, code)) | (u32(mxfp8_to_bf16(pair >> 8, code)) << 16);
     }
@@ -185,8 +195,8 @@ __device__ void moe_dispatch(const i32* __restrict__ topk_ids, const u8* __restr
 }
 
 template <int kExperts, int kTopK, int kHidden, int kTileN, int kTiles1, int kTiles2, int kThreads, int kInputBf16>
-__device__ void moe_dispatch_entry(const i32* topk_ids, const u8* x_q_in, const u32* x_scales_in,
-                                   const u16* x_bf16_in, u32 tokens, MOEJIT_WORKSPACE_FORMALS) {
+__device__ void moe_dispatch_entry(const i32* topk_ids, const u8* x_q_in, const u32* x_scales_in, const u16* x_bf16_in,
+                                   u32 tokens, MOEJIT_WORKSPACE_FORMALS) {
   moe_dispatch<kExperts, kTopK, kHidden, kTileN, kTiles1, kTiles2, kThreads, kInputBf16>(
       topk_ids, x_q_in, x_scales_in, x_bf16_in, tokens, MOEJIT_WORKSPACE_STRUCT);
 }

@@ -20,6 +20,23 @@ __device__ __forceinline__ int checkpoint_row(int n) {
   return r < 8 ? i : kRows / 2 + i;
 }
 
+// Bit position of field f (m, e0, e1, s) of the low / high element of pair p
+// in a fragment word (the table in moe_atom_sm90.cuh).
+__device__ __forceinline__ int fragment_bit(int pair, int high, int field) {
+  constexpr unsigned char kBits[4][2][4] = {{{6, 7, 8, 15}, {22, 23, 24, 31}},
+                                            {{10, 11, 12, 19}, {26, 27, 28, 3}},
+                                            {{16, 17, 18, 25}, {0, 1, 2, 9}},
+                                            {{20, 13, 14, 21}, {4, 29, 30, 5}}};
+  return kBits[pair][high][field];
+}
+
+__device__ __forceinline__ u32 scatter_e2m1(u32 code, int pair, int high) {
+  u32 out = 0;
+#pragma unroll
+  for (int f = 0; f < 4; ++f) out |= ((code >> f) & 1u) << fragment_bit(pair, high, f);
+  return out;
+}
+
 // One thread per packed 32-bit word. `status[0]` gets 1 if a scale exceeds the
 // sm_90a dequantization range (UE8M0 code > 128, i.e. |w| >= 16).
 template <int kExperts, int kRows, int kK, int kInterleave>
@@ -39,14 +56,14 @@ __device__ void moe_weight_transform(const u8* __restrict__ payload_in, const u8
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const u32 byte = src[(kb * 128 + pair_k[i]) / 2];  // elements k (low nibble) and k+1 (high)
-      out |= (byte & 0xFu) << (4 * (3 - i));
-      out |= (byte >> 4) << (4 * (7 - i));
+      out |= scatter_e2m1(byte & 0xFu, i, 0);
+      out |= scatter_e2m1(byte >> 4, i, 1);
     }
     payload_out[idx] = out;
     if (word == 0) {
       const u8* s = scales_in + (u64(e) * kRows + checkpoint_row<kRows, kInterleave>(n)) * (kK / 32) + kb * 4;
-      scales_out[(u64(e) * kBlocks + kb) * kRows + n] = u32(s[0]) | (u32(s[1]) << 8) | (u32(s[2]) << 16) |
-                                                        (u32(s[3]) << 24);
+      scales_out[(u64(e) * kBlocks + kb) * kRows + n] =
+          u32(s[0]) | (u32(s[1]) << 8) | (u32(s[2]) << 16) | (u32(s[3]) << 24);
       if (s[0] > 128 || s[1] > 128 || s[2] > 128 || s[3] > 128) status[0] = 1;
     }
   }

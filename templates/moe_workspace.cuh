@@ -34,15 +34,14 @@ struct MoeWorkspace {
 
 // The workspace as kernel formals (codegen's moe_workspace_params() declares
 // the same list, in this order) and the struct built from them.
-#define MOEJIT_WORKSPACE_FORMALS                                                                              \
-  moejit::MoeHeader *ws_header, int *ws_token_poison, int *ws_route_slot, int *ws_active_expert,            \
-      int *ws_active_rows, int *ws_active_base, int *ws_item_begin1, int *ws_item_begin2, int *ws_l1_done, \
-      moejit::u8 *ws_x_q, moejit::u32 *ws_x_scales, moejit::u16 *ws_x_bf16, moejit::u16 *ws_handoff,       \
-      moejit::u16 *ws_arena
-#define MOEJIT_WORKSPACE_STRUCT                                                                              \
-  moejit::MoeWorkspace {                                                                                    \
-    ws_header, ws_token_poison, ws_route_slot, ws_active_expert, ws_active_rows, ws_active_base,          \
-        ws_item_begin1, ws_item_begin2, ws_l1_done, ws_x_q, ws_x_scales, ws_x_bf16, ws_handoff, ws_arena \
+#define MOEJIT_WORKSPACE_FORMALS                                                                                      \
+  moejit::MoeHeader *ws_header, int *ws_token_poison, int *ws_route_slot, int *ws_active_expert, int *ws_active_rows, \
+      int *ws_active_base, int *ws_item_begin1, int *ws_item_begin2, int *ws_l1_done, moejit::u8 *ws_x_q,             \
+      moejit::u32 *ws_x_scales, moejit::u16 *ws_x_bf16, moejit::u16 *ws_handoff, moejit::u16 *ws_arena
+#define MOEJIT_WORKSPACE_STRUCT                                                                                  \
+  moejit::MoeWorkspace {                                                                                         \
+    ws_header, ws_token_poison, ws_route_slot, ws_active_expert, ws_active_rows, ws_active_base, ws_item_begin1, \
+        ws_item_begin2, ws_l1_done, ws_x_q, ws_x_scales, ws_x_bf16, ws_handoff, ws_arena                         \
   }
 
 }  // namespace moejit

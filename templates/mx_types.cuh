@@ -33,7 +33,9 @@ __device__ __forceinline__ u16 float_to_bf16_rne(float f) {
   return u16((bits + rounding) >> 16);
 }
 
-__device__ __forceinline__ float bf16_to_float(u32 bits16) { return __uint_as_float(bits16 << 16); }
+__device__ __forceinline__ float bf16_to_float(u32 bits16) {
+  return __uint_as_float(bits16 << 16);
+}
 
 // 2^n for n in [-127, 127], exactly (2^-127 is an FP32 subnormal).
 __device__ __forceinline__ float exact_pow2(int n) {

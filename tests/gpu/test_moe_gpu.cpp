@@ -53,7 +53,9 @@ const std::vector<int> k_batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 const std::vector<RoutingKind> k_routings(std::begin(runtime::k_all_routings), std::end(runtime::k_all_routings));
 }  // namespace
 
-TEST_CASE("seed") { MESSAGE("MOEJIT_TEST_SEED=" << fresh_seed()); }
+TEST_CASE("seed") {
+  MESSAGE("MOEJIT_TEST_SEED=" << fresh_seed());
+}
 
 TEST_CASE("weight transform matches its CPU twin") {
   runtime::ScopedContext ctx(0);

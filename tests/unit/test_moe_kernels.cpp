@@ -1,0 +1,160 @@
+// The MoE kernels without a GPU: they compile and assemble for every shape
+// the layer can choose, and the packed weight layout decodes (with the
+// kernel's own bit recipe, emulated here) to the checkpoint values.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+#include "codegen/moe_kernels.hpp"
+#include "runtime/kernel_builder.hpp"
+#include "runtime/moe_layer.hpp"
+#include "runtime/mx_format.hpp"
+#include "runtime/weight_pack.hpp"
+
+using namespace moejit;
+
+namespace {
+std::uint32_t rotr(std::uint32_t x, int n) {
+  return std::rotr(x, n);
+}
+
+// The sm_90a atom's dequantization of one fragment word (moe_atom_sm90.cuh),
+// in exact arithmetic: BF16 bit patterns times 2^(s-1).
+void dequant_word(std::uint32_t q, int code, double (&out)[8]) {
+  constexpr std::uint32_t kPair = 0x81C081C0u;
+  const std::uint32_t pairs[4] = {q & kPair, rotr(q, 4) & kPair, rotr(q, 10) & kPair,
+                                  (rotr(q, 6) & 0x81808180u) | (rotr(q, 14) & 0x00400040u)};
+  for (int p = 0; p < 4; ++p) {
+    out[2 * p] = mx::bf16_value(pairs[p] & 0xFFFF) * std::ldexp(1.0, code - 1);
+    out[2 * p + 1] = mx::bf16_value(pairs[p] >> 16) * std::ldexp(1.0, code - 1);
+  }
+}
+}  // namespace
+
+TEST_CASE("packed fragments decode to the checkpoint's values with the kernel's recipe") {
+  const int experts = 2, rows = 128, k = 256;
+  std::mt19937 rng(std::random_device{}());
+  std::vector<std::uint8_t> payload(std::size_t(experts) * rows * k / 2), scales(std::size_t(experts) * rows * k / 32);
+  for (auto& b : payload) b = static_cast<std::uint8_t>(rng());
+  for (auto& s : scales) s = static_cast<std::uint8_t>(rng() % 129);  // every code the sm_90a path accepts
+  for (bool interleave : {false, true}) {
+    const runtime::PackedProjection packed = runtime::pack_projection(payload, scales, experts, rows, k, interleave);
+    int mismatches = 0;
+    for (int e = 0; e < experts; ++e)
+      for (int kb = 0; kb < k / 128; ++kb)
+        for (int n = 0; n < rows; ++n) {
+          // Which checkpoint row sits at packed row n.
+          int src = n;
+          if (interleave) {
+            const int i = (n / 64) * 32 + ((n % 64) / 16) * 8 + n % 8;
+            src = (n % 16) < 8 ? i : rows / 2 + i;
+          }
+          const std::uint32_t scale_word = packed.scales[(std::size_t(e) * (k / 128) + kb) * rows + n];
+          for (int t = 0; t < 4; ++t)
+            for (int j = 0; j < 4; ++j) {
+              double got[8];
+              const int code = (scale_word >> (8 * j)) & 0xFF;
+              dequant_word(packed.payload[((std::size_t(e) * (k / 128) + kb) * rows + n) * 16 + 4 * t + j], code, got);
+              const int pair_k[4] = {32 * j + 2 * t, 32 * j + 2 * t + 8, 32 * j + 16 + 2 * t, 32 * j + 24 + 2 * t};
+              for (int p = 0; p < 4; ++p)
+                for (int h = 0; h < 2; ++h) {
+                  const int kk = kb * 128 + pair_k[p] + h;
+                  const std::uint8_t byte = payload[(std::size_t(e) * rows + src) * (k / 2) + kk / 2];
+                  const double want = mx::e2m1_value(kk % 2 ? byte >> 4 : byte & 0xF) *
+                                      mx::ue8m0_value(scales[(std::size_t(e) * rows + src) * (k / 32) + kk / 32]);
+                  mismatches += got[2 * p + h] != want;
+                }
+            }
+        }
+    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("every MoE kernel compiles and assembles for sm_90a at every tile width and depth") {
+  const codegen::Target target{codegen::Arch::sm_90a};
+  for (int tile_n : {16, 32, 48, 64}) {
+    codegen::MoeKernelShape shape{256, 8, 6144, 2048, tile_n, 2};
+    shape.stages = tile_n <= 32 ? 8 : 4;
+    CAPTURE(tile_n);
+    for (const codegen::KernelSpec& spec :
+         {codegen::moe_compute_spec(shape, target), codegen::moe_dispatch_spec(shape, target)}) {
+      const runtime::BuildArtifacts built = runtime::build_kernel(spec);
+      const codegen::KernelResources* res = built.resources.find(spec.entry_name());
+      REQUIRE(res);
+      CHECK(res->spill_store_bytes == 0);
+      CHECK(res->local_bytes == 0);
+      for (const std::string& instr : spec.required_instructions)
+        CHECK(built.final_ptx.find(instr) != std::string::npos);
+    }
+  }
+  const runtime::BuildArtifacts fin = runtime::build_kernel(codegen::moe_finalize_spec({256, 8, 6144, 2048}, target));
+  CHECK(!fin.cubin.empty());
+  const runtime::BuildArtifacts xf =
+      runtime::build_kernel(codegen::moe_weight_transform_spec(256, 4096, 6144, true, target));
+  CHECK(!xf.cubin.empty());
+}
+
+TEST_CASE("bad input is refused before any launch, naming the field, value and range") {
+  using runtime::InvalidInput;
+  const reference::MoeProblem glm{256, 8, 6144, 2048, 10.0f};
+  runtime::MoeLayerOptions opts;
+  auto problem_error = [&](reference::MoeProblem p, runtime::MoeLayerOptions o = {}) {
+    try {
+      runtime::validate_problem(p, o);
+    } catch (const InvalidInput& e) {
+      return e.field() + " | " + e.what();
+    }
+    return std::string("accepted");
+  };
+  CHECK(problem_error(glm) == "accepted");
+  CHECK(problem_error({256, 8, 520, 2048}) ==
+        "hidden H | hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]");
+  CHECK(problem_error({256, 8, 8320, 2048}).rfind("hidden H |", 0) == 0);
+  CHECK(problem_error({256, 8, 6144, 128}).rfind("intermediate I | intermediate I = 128", 0) == 0);
+  CHECK(problem_error({256, 8, 6144, 2050}).rfind("intermediate I |", 0) == 0);
+  CHECK(problem_error({256, 0, 6144, 2048}) == "top-k k | top-k k = 0 is outside the allowed range [1, 32]");
+  CHECK(problem_error({4, 8, 6144, 2048}) == "top-k k | top-k k = 8 is outside the allowed range [1, 4]");
+  CHECK(problem_error({0, 1, 6144, 2048}).rfind("experts E |", 0) == 0);
+  CHECK(problem_error({256, 8, 6144, 2048, -1.0f}) == "clamp | clamp = -1 is invalid: must be > 0");
+  runtime::MoeLayerOptions big;
+  big.token_capacity = 1000;
+  CHECK(problem_error(glm, big) == "token capacity | token capacity = 1000 is outside the allowed range [1, 256]");
+
+  runtime::MoeForwardArgs ok{0x1000, 0x2000, 0, 0x3000, 0x4000, 0x5000, 8};
+  auto args_error = [&](runtime::MoeForwardArgs a) {
+    try {
+      runtime::validate_forward_args(glm, opts, a);
+    } catch (const InvalidInput& e) {
+      return e.field() + " | " + e.what();
+    }
+    return std::string("accepted");
+  };
+  CHECK(args_error(ok) == "accepted");
+  auto with = [&](auto mutate) {
+    runtime::MoeForwardArgs a = ok;
+    mutate(a);
+    return args_error(a);
+  };
+  CHECK(with([](auto& a) { a.tokens = 0; }) ==
+        "tokens | tokens B = 0 is outside the allowed range [1, 256] (token capacity)");
+  CHECK(with([](auto& a) { a.tokens = 257; }).rfind("tokens |", 0) == 0);
+  CHECK(with([](auto& a) { a.x_q = 0; }) ==
+        "x_q | x_q = 0x0 is invalid: must be a non-null 16-byte aligned device pointer");
+  CHECK(with([](auto& a) { a.x_q = 0x1008; }).rfind("x_q |", 0) == 0);
+  CHECK(with([](auto& a) { a.x_scales = 0x2002; }).rfind("x_scales |", 0) == 0);
+  CHECK(with([](auto& a) { a.topk_ids = 0; }).rfind("topk_ids |", 0) == 0);
+  CHECK(with([](auto& a) { a.topk_weights = 0x4001; }).rfind("topk_weights |", 0) == 0);
+  CHECK(with([](auto& a) { a.y = 0x5004; }).rfind("y |", 0) == 0);
+  runtime::MoeLayerOptions bf16 = opts;
+  bf16.input_bf16 = true;
+  CHECK_THROWS_WITH_AS(runtime::validate_forward_args(glm, bf16, ok),
+                       "x_bf16 = 0x0 is invalid: must be a non-null 16-byte aligned device pointer", InvalidInput);
+
+  CHECK_NOTHROW(runtime::validate_route_ids(glm, {0, 255, 3}));
+  CHECK_THROWS_WITH_AS(runtime::validate_route_ids(glm, {0, 1, 2, 3, 4, 5, 6, 7, 8, 256}),
+                       "topk_ids[1][1] = 256 is outside the allowed range [0, 256)", InvalidInput);
+  CHECK_THROWS_WITH_AS(runtime::validate_route_ids(glm, {-1}),
+                       "topk_ids[0][0] = -1 is outside the allowed range [0, 256)", InvalidInput);
+}
