@@ -102,22 +102,38 @@ MoeLayer::MoeLayer(const reference::MoeProblem& problem, const CheckpointWeights
 
 MoeLayer::~MoeLayer() = default;
 
-codegen::MoeKernelShape MoeLayer::kernel_shape(int tokens) const {
+codegen::MoeKernelShape plan_kernel_shape(const reference::MoeProblem& problem, const MoeLayerOptions& options,
+                                          int tokens, int smem_per_sm) {
   codegen::MoeKernelShape s;
-  s.experts = problem_.experts;
-  s.top_k = problem_.top_k;
-  s.hidden = problem_.hidden;
-  s.intermediate = problem_.intermediate;
-  s.input_bf16 = options_.input_bf16;
+  s.experts = problem.experts;
+  s.top_k = problem.top_k;
+  s.hidden = problem.hidden;
+  s.intermediate = problem.intermediate;
+  s.input_bf16 = options.input_bf16;
   // Mean routed rows per expert (seed eq. 1) and the token tile tiers.
-  const int r = (tokens * problem_.top_k + problem_.experts - 1) / problem_.experts;
-  s.tile_n = r <= 16 ? 16 : r <= 32 ? 32 : r <= 48 ? 48 : 64;
-  // As deep as two co-resident CTAs allow (<= 8 stages).
-  const int budget = device_.smem_per_sm / 2 - 2048;
+  const int r = (tokens * problem.top_k + problem.experts - 1) / problem.experts;
+  s.tile_n = options.tile_n ? options.tile_n : r <= 16 ? 16 : r <= 32 ? 32 : r <= 48 ? 48 : 64;
+  // As deep as the intended co-residency allows (<= 8 stages).
+  const int ctas = options.ctas_per_sm ? options.ctas_per_sm : 2;
+  const int budget = smem_per_sm / ctas - 2048;
   s.stages = 8;
   while (s.stages > 2 && codegen::compute_smem_bytes(s) > budget) --s.stages;
-  s.min_blocks_per_sm = 2;
+  if (options.stages) s.stages = options.stages;
+  s.min_blocks_per_sm = ctas;
   return s;
+}
+
+std::vector<codegen::KernelSpec> moe_kernel_specs(const reference::MoeProblem& problem, const MoeLayerOptions& options,
+                                                  int tokens, codegen::Target target, int smem_per_sm) {
+  const codegen::MoeKernelShape shape = plan_kernel_shape(problem, options, tokens, smem_per_sm);
+  const int E = problem.experts, H = problem.hidden, I = problem.intermediate;
+  return {codegen::moe_dispatch_spec(shape, target), codegen::moe_compute_spec(shape, target),
+          codegen::moe_finalize_spec(shape, target), codegen::moe_weight_transform_spec(E, 2 * I, H, true, target),
+          codegen::moe_weight_transform_spec(E, H, I, false, target)};
+}
+
+codegen::MoeKernelShape MoeLayer::kernel_shape(int tokens) const {
+  return plan_kernel_shape(problem_, options_, tokens, device_.smem_per_sm);
 }
 
 const MoeLayer::RoleKernels& MoeLayer::kernels_for(int tokens) {

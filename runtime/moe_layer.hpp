@@ -43,6 +43,10 @@ struct MoeLayerOptions {
   // Validate topk_ids on the host before launch (one small device->host copy).
   // Off: an id outside [0, E) still never reads a neighbour; it poisons its token with NaN.
   bool check_routes_on_host = true;
+  // Tuning overrides of the planned geometry (0: as planned).
+  int tile_n = 0;
+  int stages = 0;
+  int ctas_per_sm = 0;
 };
 
 // Checkpoint-layout MXFP4 weights in device memory (DESIGN.md "Weights").
@@ -72,6 +76,15 @@ void validate_problem(const reference::MoeProblem& problem, const MoeLayerOption
 void validate_forward_args(const reference::MoeProblem& problem, const MoeLayerOptions& options,
                            const MoeForwardArgs& args);
 void validate_route_ids(const reference::MoeProblem& problem, const std::vector<std::int32_t>& ids);
+
+// The kernel shape for `tokens` on a device with `smem_per_sm` bytes of SMEM
+// per SM (a pure function: the no-GPU paths use it too).
+codegen::MoeKernelShape plan_kernel_shape(const reference::MoeProblem& problem, const MoeLayerOptions& options,
+                                          int tokens, int smem_per_sm);
+// Every kernel a forward of `tokens` needs on `target`: the three roles and
+// the two weight transforms.
+std::vector<codegen::KernelSpec> moe_kernel_specs(const reference::MoeProblem& problem, const MoeLayerOptions& options,
+                                                  int tokens, codegen::Target target, int smem_per_sm);
 
 class MoeLayer {
  public:
