@@ -60,7 +60,7 @@ int cmd_plan(int argc, char** argv) {
   const std::vector<OptionSpec> options = {
       {"model", true, "built-in model: glm5.2 (H=6144 I=2048 E=256 k=8) or dsv4.1-flash (H=5120 I=2304 E=384 k=6)",
        "NAME"},
-      {"config", true, "model configuration from a JSON file instead of --model (see codegen/moe_config.hpp)", "FILE"},
+      {"config", true, "model configuration from a JSON file instead of --model (keys below)", "FILE"},
       {"ranks", true, "expert-parallel ranks R, 1..32; E must be a multiple of R (required with --model)", "R"},
       {"batch", true, "one batch size: tokens per rank, 1..token capacity", "B"},
       {"batches", true, "batch sizes: a list (1,3,8), a range of powers of two (1-256 = 1,2,4,...,256), or both",
@@ -87,7 +87,13 @@ int cmd_plan(int argc, char** argv) {
         "A shape that cannot run is reported as rejected, with the reason (exit status 1).\n"
         "Needs no GPU.\n\n"
         "example: moejit plan --model glm5.2 --ranks 8 --batches 1-256 --device rtx-pro-5000\n\n"
-        "options:\n{}",
+        "options:\n{}\n"
+        "config file (JSON): experts, top_k, hidden and intermediate are required; ranks defaults\n"
+        "to 1 (--ranks overrides it), name to the file's name, the others to the values shown:\n"
+        "  {{\"experts\": 256, \"top_k\": 8, \"hidden\": 6144, \"intermediate\": 2048, \"ranks\": 8,\n"
+        "   \"name\": \"glm5.2\", \"recipe\": \"w4a8-mx\", \"swiglu_clamp\": 10.0 (or null),\n"
+        "   \"shared_expert\": {{\"k_group\": 128}} (or null), \"dispatch_sms\": 6, \"token_capacity\": 256,\n"
+        "   \"batched_routes\": true}}\n",
         format_options(options));
     return 0;
   }
