@@ -15,14 +15,14 @@ constexpr ArchRules k_sm120a{
 };
 
 // H200: 227 KiB per block and 228 KiB per SM, 2.3x the RTX PRO 5000. HBM3e
-// needs about 32 KiB of loads in flight per SM to stay busy (Little's law:
-// 4.8 TB/s x ~0.8 us latency / 132 SMs = 29 KiB), which two stages of a
-// narrow tile do not reach. So the depth grows into the SMEM the paper's
-// two-stage rule would leave idle, up to 8, while two role-2 CTAs still fit
-// per SM: two is the co-residency at which the ~200-register role-2 kernel
-// keeps a 160-register cap (eq. 4) instead of losing half its latency hiding
-// to c = 1 (§3). eq. (4) then sets c from the S_role2 actually chosen, so a
-// shape whose 8-stage model fits three times gets c = 3.
+// stays busy only with ~32 KB of loads in flight per SM (Little's law:
+// 4.8 TB/s x ~0.8 us latency / 132 SMs = 29 KB, plus margin), which two
+// stages of a narrow tile do not reach. So the depth grows into the SMEM the
+// paper's two-stage rule would leave idle, up to 8, while two role-2 CTAs
+// still fit per SM: c = 2 keeps the highest register cap that still shares
+// the SM (160, eq. 4) instead of losing half the latency hiding to c = 1
+// (§3). eq. (4) then sets c from the S_role2 actually chosen, so a shape whose
+// 8-stage model fits three times (tile_n = 16) gets c = 3.
 constexpr ArchRules k_sm90a{
     .arch = Arch::sm_90a,
     .always_compact_weights = true,
