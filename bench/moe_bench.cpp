@@ -63,13 +63,14 @@ struct InputSet {
 
 struct Model {
   const char* name;
-  reference::MoeProblem problem;
+  codegen::MoeConfig config;
 };
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-  std::vector<Model> models = {{"glm5.2", {256, 8, 6144, 2048, 10.0f}}, {"dsv4.1-flash", {384, 6, 5120, 2304, 10.0f}}};
+  std::vector<Model> models = {{"glm5.2", codegen::builtin_model("glm5.2")},
+                               {"dsv4.1-flash", codegen::builtin_model("dsv4.1-flash")}};
   // Tuning sweeps: --ctas-per-sm 2,3,4 (each value a layer; 0 = as planned), --models glm5.2
   std::vector<int> ctas_list = {0};
   std::string only_model;
@@ -113,13 +114,13 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
     if (!only_model.empty() && only_model != m.name) continue;
-    const reference::MoeProblem& p = m.problem;
+    const reference::MoeProblem p = runtime::problem_of(m.config);
     const runtime::RandomWeights weights = runtime::random_weights(p, rng());
     for (int ctas : ctas_list) {
       runtime::MoeLayerOptions options;
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
       options.ctas_per_sm = ctas;
-      runtime::MoeLayer layer(p, weights.device(), options);
+      runtime::MoeLayer layer(m.config, weights.device(), options);
       const double expert_bytes = double(2 * p.intermediate) * p.hidden * (0.5 + 1.0 / 32) +
                                   double(p.hidden) * p.intermediate * (0.5 + 1.0 / 32);
       runtime::DeviceBuffer y(std::size_t(256) * p.hidden * 2);

@@ -19,6 +19,7 @@ struct DeviceInfo {
   int smem_per_block_optin = 0;  // bytes, the most a block may request
   int regs_per_sm = 0;
   int max_threads_per_block = 0;
+  int max_threads_per_sm = 0;
   int l2_bytes = 0;
   std::size_t total_memory = 0;
   int driver_version = 0;

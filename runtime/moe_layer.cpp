@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
+#include "codegen/planner.hpp"
 #include "runtime/kernel_builder.hpp"
 
 namespace moejit::runtime {
@@ -25,27 +27,44 @@ std::unique_ptr<LoadedKernel> load(const codegen::KernelSpec& spec) {
 
 }  // namespace
 
-void validate_problem(const reference::MoeProblem& p, const MoeLayerOptions& o) {
-  auto range = [](const char* field, long long v, long long lo, long long hi, long long multiple) {
-    if (v < lo || v > hi || v % multiple != 0)
-      throw InvalidInput(field, multiple > 1
-                                    ? fmt::format("{} = {} is invalid: must be a multiple of {} in [{}, {}]", field, v,
-                                                  multiple, lo, hi)
-                                    : fmt::format("{} = {} is outside the allowed range [{}, {}]", field, v, lo, hi));
-  };
-  range("experts E", p.experts, 1, 2048, 1);
-  range("top-k k", p.top_k, 1, std::min(32, p.experts), 1);
-  range("hidden H", p.hidden, 512, 8192, 128);
-  range("intermediate I", p.intermediate, 256, 4096, 128);
-  range("token capacity", o.token_capacity, 1, 256, 1);
-  if (!(p.clamp > 0)) throw InvalidInput("clamp", fmt::format("clamp = {} is invalid: must be > 0", p.clamp));
+reference::MoeProblem problem_of(const codegen::MoeConfig& config) {
+  return {config.local_experts(), config.top_k, config.hidden, config.intermediate,
+          config.swiglu_clamp.value_or(std::numeric_limits<float>::infinity())};
 }
 
-MoeLayer::MoeLayer(const reference::MoeProblem& problem, const CheckpointWeightsDevice& weights,
+void validate_layer_config(const codegen::MoeConfig& config) {
+  codegen::validate(config);
+  if (config.ranks != 1)
+    throw InvalidInput("ranks",
+                       fmt::format("ranks R = {} is not supported yet: MoeLayer runs one GPU (R = 1)", config.ranks));
+  // The dispatch role counts routes per expert in shared memory.
+  if (config.experts > 2048)
+    throw InvalidInput(
+        "experts", fmt::format("experts E = {} is outside the range this version supports [1, 2048]", config.experts));
+  if (config.shared_expert)
+    throw InvalidInput("shared_expert", "shared_expert: a fused shared expert is not supported yet");
+}
+
+codegen::DeviceProfile device_profile(const DeviceInfo& d) {
+  codegen::LiveDeviceNumbers live;
+  live.name = d.name;
+  live.target = codegen::parse_target(d.target_name()).value_or(codegen::Target{});
+  live.sm_count = d.sm_count;
+  live.smem_per_sm = d.smem_per_sm;
+  live.smem_per_block_optin = d.smem_per_block_optin;
+  live.regs_per_sm = d.regs_per_sm;
+  live.max_threads_per_block = d.max_threads_per_block;
+  live.max_threads_per_sm = d.max_threads_per_sm;
+  return codegen::from_live_device(live);
+}
+
+MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevice& weights,
                    const MoeLayerOptions& options)
-    : problem_(problem), options_(options) {
-  validate_problem(problem, options);
+    : config_(config), problem_(problem_of(config)), options_(options) {
+  validate_layer_config(config);
+  const reference::MoeProblem& problem = problem_;
   device_ = query_device(options.device);
+  profile_ = device_profile(device_);
   const auto target = codegen::parse_target(device_.target_name());
   if (!target || target->arch != codegen::Arch::sm_90a)
     throw std::runtime_error(fmt::format("MoeLayer runs on sm_90a GPUs; GPU {} is {} (sm_{}{})", options.device,
@@ -58,10 +77,10 @@ MoeLayer::MoeLayer(const reference::MoeProblem& problem, const CheckpointWeights
                                            name, ptr));
 
   const int E = problem.experts, H = problem.hidden, I = problem.intermediate;
-  layout_ = MoeWorkspaceLayout::make(E, problem.top_k, H, I, options.token_capacity);
+  layout_ = MoeWorkspaceLayout::make(E, problem.top_k, H, I, config.token_capacity);
   workspace_ = DeviceBuffer(layout_.total);
   MOEJIT_CU(cuMemsetD8, workspace_.ptr(), 0, layout_.total);
-  by_tokens_.assign(options.token_capacity + 1, nullptr);
+  by_tokens_.assign(config.token_capacity + 1, nullptr);
 
   // Pack both projections with the JIT weight transform.
   const std::size_t w1_bytes = std::size_t(E) * 2 * I * H / 2, w2_bytes = std::size_t(E) * H * I / 2;
@@ -102,38 +121,42 @@ MoeLayer::MoeLayer(const reference::MoeProblem& problem, const CheckpointWeights
 
 MoeLayer::~MoeLayer() = default;
 
-codegen::MoeKernelShape plan_kernel_shape(const reference::MoeProblem& problem, const MoeLayerOptions& options,
-                                          int tokens, int smem_per_sm) {
+codegen::MoeKernelShape plan_kernel_shape(const codegen::MoeConfig& config, const MoeLayerOptions& options, int tokens,
+                                          const codegen::DeviceProfile& profile) {
+  const codegen::Geometry g = codegen::plan(config, tokens, profile);
   codegen::MoeKernelShape s;
-  s.experts = problem.experts;
-  s.top_k = problem.top_k;
-  s.hidden = problem.hidden;
-  s.intermediate = problem.intermediate;
+  s.experts = config.local_experts();
+  s.top_k = config.top_k;
+  s.hidden = config.hidden;
+  s.intermediate = config.intermediate;
   s.input_bf16 = options.input_bf16;
-  // Mean routed rows per expert (seed eq. 1) and the token tile tiers.
-  const int r = (tokens * problem.top_k + problem.experts - 1) / problem.experts;
-  s.tile_n = options.tile_n ? options.tile_n : r <= 16 ? 16 : r <= 32 ? 32 : r <= 48 ? 48 : 64;
-  // As deep as the intended co-residency allows (<= 8 stages).
-  const int ctas = options.ctas_per_sm ? options.ctas_per_sm : 2;
-  const int budget = smem_per_sm / ctas - 2048;
-  s.stages = 8;
-  while (s.stages > 2 && codegen::compute_smem_bytes(s) > budget) --s.stages;
+  s.tile_n = options.tile_n ? options.tile_n : g.tile_n;
+  s.min_blocks_per_sm = g.co_residency;
+  s.max_registers = g.register_cap;
+  s.stages = g.stages;
+  if (options.ctas_per_sm) {
+    // Tuning: the deepest pipeline that lets `ctas_per_sm` CTAs share an SM.
+    s.min_blocks_per_sm = options.ctas_per_sm;
+    s.stages = 8;
+    while (s.stages > 2 && codegen::compute_smem_bytes(s) > profile.smem_per_sm / options.ctas_per_sm - 2048)
+      --s.stages;
+  }
   if (options.stages) s.stages = options.stages;
-  s.min_blocks_per_sm = ctas;
   return s;
 }
 
-std::vector<codegen::KernelSpec> moe_kernel_specs(const reference::MoeProblem& problem, const MoeLayerOptions& options,
-                                                  int tokens, codegen::Target target, int smem_per_sm) {
-  const codegen::MoeKernelShape shape = plan_kernel_shape(problem, options, tokens, smem_per_sm);
-  const int E = problem.experts, H = problem.hidden, I = problem.intermediate;
+std::vector<codegen::KernelSpec> moe_kernel_specs(const codegen::MoeConfig& config, const MoeLayerOptions& options,
+                                                  int tokens, const codegen::DeviceProfile& profile) {
+  const codegen::MoeKernelShape shape = plan_kernel_shape(config, options, tokens, profile);
+  const codegen::Target target = profile.target;
+  const int E = config.local_experts(), H = config.hidden, I = config.intermediate;
   return {codegen::moe_dispatch_spec(shape, target), codegen::moe_compute_spec(shape, target),
           codegen::moe_finalize_spec(shape, target), codegen::moe_weight_transform_spec(E, 2 * I, H, true, target),
           codegen::moe_weight_transform_spec(E, H, I, false, target)};
 }
 
 codegen::MoeKernelShape MoeLayer::kernel_shape(int tokens) const {
-  return plan_kernel_shape(problem_, options_, tokens, device_.smem_per_sm);
+  return plan_kernel_shape(config_, options_, tokens, profile_);
 }
 
 const MoeLayer::RoleKernels& MoeLayer::kernels_for(int tokens) {
@@ -171,12 +194,10 @@ int MoeLayer::kernels_built() const {
   return static_cast<int>(kernels_.size());
 }
 
-void validate_forward_args(const reference::MoeProblem& problem, const MoeLayerOptions& options,
-                           const MoeForwardArgs& a) {
-  (void)problem;
-  if (a.tokens < 1 || a.tokens > options.token_capacity)
+void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptions& options, const MoeForwardArgs& a) {
+  if (a.tokens < 1 || a.tokens > config.token_capacity)
     throw InvalidInput("tokens", fmt::format("tokens B = {} is outside the allowed range [1, {}] (token capacity)",
-                                             a.tokens, options.token_capacity));
+                                             a.tokens, config.token_capacity));
   auto pointer = [](const char* field, CUdeviceptr p, unsigned alignment) {
     if (p == 0 || p % alignment != 0)
       throw InvalidInput(field, fmt::format("{} = 0x{:x} is invalid: must be a non-null {}-byte aligned device "
@@ -194,19 +215,19 @@ void validate_forward_args(const reference::MoeProblem& problem, const MoeLayerO
   pointer("y", a.y, 16);
 }
 
-void validate_route_ids(const reference::MoeProblem& problem, const std::vector<std::int32_t>& ids) {
+void validate_route_ids(const codegen::MoeConfig& config, const std::vector<std::int32_t>& ids) {
   for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= problem.experts)
+    if (ids[i] < 0 || ids[i] >= config.local_experts())
       throw InvalidInput("topk_ids", fmt::format("topk_ids[{}][{}] = {} is outside the allowed range [0, {})",
-                                                 i / problem.top_k, i % problem.top_k, ids[i], problem.experts));
+                                                 i / config.top_k, i % config.top_k, ids[i], config.local_experts()));
 }
 
 void MoeLayer::validate(const MoeForwardArgs& a) const {
-  validate_forward_args(problem_, options_, a);
+  validate_forward_args(config_, options_, a);
   if (options_.check_routes_on_host) {
     std::vector<std::int32_t> ids(std::size_t(a.tokens) * problem_.top_k);
     MOEJIT_CU(cuMemcpyDtoH, ids.data(), a.topk_ids, ids.size() * 4);
-    validate_route_ids(problem_, ids);
+    validate_route_ids(config_, ids);
   }
 }
 

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/device_profile.hpp"
+#include "codegen/moe_config.hpp"
 #include "codegen/moe_kernels.hpp"
 #include "runtime/device.hpp"
 #include "runtime/loaded_kernel.hpp"
@@ -27,23 +29,18 @@
 namespace moejit::runtime {
 
 // Input the layer refuses: names the field, its value and the allowed range.
-class InvalidInput : public std::invalid_argument {
- public:
-  InvalidInput(std::string field, const std::string& what) : std::invalid_argument(what), field_(std::move(field)) {}
-  const std::string& field() const { return field_; }
-
- private:
-  std::string field_;
-};
+// (The same type as the planner's: a config field and a forward argument are
+// refused alike.)
+using InvalidInput = codegen::ConfigError;
 
 struct MoeLayerOptions {
-  int token_capacity = 256;  // largest B a forward accepts
-  bool input_bf16 = false;   // x arrives as BF16 and is quantized by the dispatch role
+  bool input_bf16 = false;  // x arrives as BF16 and is quantized by the dispatch role
   int device = 0;
   // Validate topk_ids on the host before launch (one small device->host copy).
   // Off: an id outside [0, E) still never reads a neighbour; it poisons its token with NaN.
   bool check_routes_on_host = true;
-  // Tuning overrides of the planned geometry (0: as planned).
+  // Tuning overrides of the planned geometry (0: as planned; ctas_per_sm
+  // chooses the depth that lets that many compute CTAs share an SM).
   int tile_n = 0;
   int stages = 0;
   int ctas_per_sm = 0;
@@ -70,25 +67,30 @@ struct RoleEvents {
   CUevent start = nullptr, dispatched = nullptr, computed = nullptr, finalized = nullptr;
 };
 
-// The checks forward() makes before any launch (pointers, token count), and
-// the route-id check on a host copy of topk_ids. Throw InvalidInput.
-void validate_problem(const reference::MoeProblem& problem, const MoeLayerOptions& options);
-void validate_forward_args(const reference::MoeProblem& problem, const MoeLayerOptions& options,
-                           const MoeForwardArgs& args);
-void validate_route_ids(const reference::MoeProblem& problem, const std::vector<std::int32_t>& ids);
+// The operator a config describes, as the CPU references take it.
+reference::MoeProblem problem_of(const codegen::MoeConfig& config);
 
-// The kernel shape for `tokens` on a device with `smem_per_sm` bytes of SMEM
-// per SM (a pure function: the no-GPU paths use it too).
-codegen::MoeKernelShape plan_kernel_shape(const reference::MoeProblem& problem, const MoeLayerOptions& options,
-                                          int tokens, int smem_per_sm);
-// Every kernel a forward of `tokens` needs on `target`: the three roles and
-// the two weight transforms.
-std::vector<codegen::KernelSpec> moe_kernel_specs(const reference::MoeProblem& problem, const MoeLayerOptions& options,
-                                                  int tokens, codegen::Target target, int smem_per_sm);
+// The checks the layer makes before any launch. Throw InvalidInput naming the field.
+// validate_layer_config: every Table 10 range, and what this version supports (R = 1, E <= 2048).
+void validate_layer_config(const codegen::MoeConfig& config);
+void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptions& options,
+                           const MoeForwardArgs& args);
+void validate_route_ids(const codegen::MoeConfig& config, const std::vector<std::int32_t>& ids);
+
+// The planner's geometry for `tokens` on `profile`, as the kernel shape of the
+// role kernels (pure: the no-GPU paths use it too).
+codegen::MoeKernelShape plan_kernel_shape(const codegen::MoeConfig& config, const MoeLayerOptions& options, int tokens,
+                                          const codegen::DeviceProfile& profile);
+// Every kernel a forward of `tokens` needs on the profile's target: the three
+// roles and the two weight transforms.
+std::vector<codegen::KernelSpec> moe_kernel_specs(const codegen::MoeConfig& config, const MoeLayerOptions& options,
+                                                  int tokens, const codegen::DeviceProfile& profile);
+// The profile of a live device.
+codegen::DeviceProfile device_profile(const DeviceInfo& device);
 
 class MoeLayer {
  public:
-  MoeLayer(const reference::MoeProblem& problem, const CheckpointWeightsDevice& weights,
+  MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevice& weights,
            const MoeLayerOptions& options = {});
   ~MoeLayer();
   MoeLayer(const MoeLayer&) = delete;
@@ -96,6 +98,7 @@ class MoeLayer {
 
   void forward(const MoeForwardArgs& args, CUstream stream, const RoleEvents* events = nullptr);
 
+  const codegen::MoeConfig& config() const { return config_; }
   const reference::MoeProblem& problem() const { return problem_; }
   const MoeLayerOptions& options() const { return options_; }
   const MoeWorkspaceLayout& workspace_layout() const { return layout_; }
@@ -114,9 +117,11 @@ class MoeLayer {
   const RoleKernels& kernels_for(int tokens);
   void validate(const MoeForwardArgs& args) const;
 
+  codegen::MoeConfig config_;
   reference::MoeProblem problem_;
   MoeLayerOptions options_;
   DeviceInfo device_;
+  codegen::DeviceProfile profile_;
   codegen::Target target_;
   MoeWorkspaceLayout layout_;
   DeviceBuffer workspace_;

@@ -4,16 +4,20 @@
 // CPU references. Without a GPU the launch is skipped, and says so.
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <random>
 
+#include "codegen/device_profile.hpp"
+#include "codegen/moe_config.hpp"
 #include "codegen/moe_kernels.hpp"
+#include "codegen/planner.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel_builder.hpp"
 #include "runtime/moe_check.hpp"
 #include "runtime/moe_layer.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/commands.hpp"
-#include "tools/models.hpp"
 
 namespace moejit::tools {
 
@@ -36,7 +40,14 @@ int cmd_run(int argc, char** argv) {
         format_options(options));
     return 0;
   }
-  const BuiltinModel model = builtin_model(args.get_or("model", "glm5.2"));
+  const std::string model_name = args.get_or("model", "glm5.2");
+  codegen::MoeConfig model;
+  try {
+    model = codegen::builtin_model(model_name);
+  } catch (const std::invalid_argument&) {
+    throw UsageError(
+        fmt::format("--model: '{}' is not one of {}", model_name, fmt::join(codegen::builtin_model_names(), ", ")));
+  }
   const int tokens = static_cast<int>(args.get_int("batch", 8, 1, 256));
   const std::uint64_t seed =
       args.has("seed") ? static_cast<std::uint64_t>(args.get_int("seed", 0, 0, INT64_MAX)) : std::random_device{}();
@@ -53,17 +64,25 @@ int cmd_run(int argc, char** argv) {
   } else if (device && !device->target_name().empty()) {
     target = *codegen::parse_target(device->target_name());
   }
-  const int smem_per_sm = device ? device->smem_per_sm : 228 * 1024;
+  // The live device's profile, else the built-in profile of the target.
+  codegen::DeviceProfile profile;
+  if (device && device->target_name() == std::string(target.name())) {
+    profile = runtime::device_profile(*device);
+  } else if (target.arch == codegen::Arch::sm_90a) {
+    profile = codegen::builtin_profile("h200");
+  } else if (target.arch == codegen::Arch::sm_120a) {
+    profile = codegen::builtin_profile("rtx-pro-5000");
+  } else {
+    throw UsageError(fmt::format("--target: no built-in device profile for {} (use sm_90a or sm_120a)", target.name()));
+  }
 
   runtime::MoeLayerOptions layer_options;
-  const codegen::MoeKernelShape shape = runtime::plan_kernel_shape(model.problem, layer_options, tokens, smem_per_sm);
-  fmt::print("[1/3] plan {} (E={}, k={}, H={}, I={}) B={} on {}: tile_n {}, {} stages, {} CTAs/SM, {} B SMEM\n",
-             model.name, model.problem.experts, model.problem.top_k, model.problem.hidden, model.problem.intermediate,
-             tokens, target.name(), shape.tile_n, shape.stages, shape.min_blocks_per_sm,
-             codegen::compute_smem_bytes(shape));
+  const codegen::MoeKernelShape shape = runtime::plan_kernel_shape(model, layer_options, tokens, profile);
+  fmt::print("[1/3] plan {} (E={}, k={}, H={}, I={}) B={} on {} ({}): tile_n {}, {} stages, {} CTAs/SM, {} B SMEM\n",
+             model.name, model.experts, model.top_k, model.hidden, model.intermediate, tokens, profile.name,
+             target.name(), shape.tile_n, shape.stages, shape.min_blocks_per_sm, codegen::compute_smem_bytes(shape));
   fmt::print("[2/3] compile\n");
-  for (const codegen::KernelSpec& spec :
-       runtime::moe_kernel_specs(model.problem, layer_options, tokens, target, smem_per_sm)) {
+  for (const codegen::KernelSpec& spec : runtime::moe_kernel_specs(model, layer_options, tokens, profile)) {
     const runtime::BuildArtifacts built = runtime::build_kernel(spec);
     const codegen::KernelResources* res = built.resources.find(spec.entry_name());
     fmt::print("      {:<22} NVRTC {:6.1f} ms  nvJitLink {:6.1f} ms  {:3} regs  {} B spills\n", spec.kernel,
@@ -80,8 +99,8 @@ int cmd_run(int argc, char** argv) {
   }
   runtime::ScopedContext ctx(0);
   fmt::print("[3/3] run on {}: random weights (seed {}) ...\n", device->name, seed);
-  const runtime::RandomWeights weights = runtime::random_weights(model.problem, seed);
-  runtime::MoeLayer layer(model.problem, weights.device(), layer_options);
+  const runtime::RandomWeights weights = runtime::random_weights(runtime::problem_of(model), seed);
+  runtime::MoeLayer layer(model, weights.device(), layer_options);
   const runtime::MoeCheckResult r =
       runtime::check_forward(layer, weights, tokens, runtime::RoutingKind::uniform, seed + 1);
   fmt::print("      {}\n", r.summary());

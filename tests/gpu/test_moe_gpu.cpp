@@ -26,17 +26,27 @@ std::uint64_t fresh_seed() {
 
 struct Shape {
   const char* name;
-  reference::MoeProblem problem;
+  codegen::MoeConfig config;
 };
+
+codegen::MoeConfig custom(int experts, int top_k, int hidden, int intermediate) {
+  codegen::MoeConfig c;
+  c.name = "custom";
+  c.experts = experts;
+  c.top_k = top_k;
+  c.hidden = hidden;
+  c.intermediate = intermediate;
+  return c;
+}
 
 int run_matrix(const Shape& shape, const std::vector<int>& batches, bool input_bf16,
                const std::vector<RoutingKind>& routings) {
   runtime::ScopedContext ctx(0);
   const std::uint64_t seed = fresh_seed() ^ std::hash<std::string>{}(shape.name);
-  const runtime::RandomWeights weights = runtime::random_weights(shape.problem, seed);
+  const runtime::RandomWeights weights = runtime::random_weights(runtime::problem_of(shape.config), seed);
   runtime::MoeLayerOptions options;
   options.input_bf16 = input_bf16;
-  runtime::MoeLayer layer(shape.problem, weights.device(), options);
+  runtime::MoeLayer layer(shape.config, weights.device(), options);
   int failures = 0;
   std::uint64_t case_seed = seed;
   for (int b : batches)
@@ -59,9 +69,10 @@ TEST_CASE("seed") {
 
 TEST_CASE("weight transform matches its CPU twin") {
   runtime::ScopedContext ctx(0);
-  const reference::MoeProblem p{8, 2, 512, 256, 10.0f};
+  const codegen::MoeConfig config = custom(8, 2, 512, 256);
+  const reference::MoeProblem p = runtime::problem_of(config);
   const runtime::RandomWeights w = runtime::random_weights(p, fresh_seed());
-  runtime::MoeLayer layer(p, w.device());
+  runtime::MoeLayer layer(config, w.device());
   const auto packed = layer.packed_weights();
   struct Proj {
     const std::vector<std::uint8_t>& payload;
@@ -84,20 +95,20 @@ TEST_CASE("weight transform matches its CPU twin") {
 
 TEST_CASE("Table 10 edges") {
   int failures = 0;
-  failures += run_matrix({"edge-H512-k1", {8, 1, 512, 256, 10.0f}}, {1, 7, 256}, false, k_routings);
-  failures += run_matrix({"edge-H512-k32", {32, 32, 512, 256, 10.0f}}, {1, 5, 64}, false, k_routings);
-  failures += run_matrix({"edge-H8192-I4096", {4, 4, 8192, 4096, 10.0f}}, {1, 3, 32}, false, k_routings);
+  failures += run_matrix({"edge-H512-k1", custom(8, 1, 512, 256)}, {1, 7, 256}, false, k_routings);
+  failures += run_matrix({"edge-H512-k32", custom(32, 32, 512, 256)}, {1, 5, 64}, false, k_routings);
+  failures += run_matrix({"edge-H8192-I4096", custom(4, 4, 8192, 4096)}, {1, 3, 32}, false, k_routings);
   CHECK(failures == 0);
 }
 
 TEST_CASE("BF16 input is quantized by the dispatch role exactly as the CPU twin") {
-  CHECK(run_matrix({"glm5.2", {256, 8, 6144, 2048, 10.0f}}, {1, 8, 64}, true, {RoutingKind::uniform}) == 0);
+  CHECK(run_matrix({"glm5.2", codegen::builtin_model("glm5.2")}, {1, 8, 64}, true, {RoutingKind::uniform}) == 0);
 }
 
 TEST_CASE("GLM5.2 matrix") {
-  CHECK(run_matrix({"glm5.2", {256, 8, 6144, 2048, 10.0f}}, k_batches, false, k_routings) == 0);
+  CHECK(run_matrix({"glm5.2", codegen::builtin_model("glm5.2")}, k_batches, false, k_routings) == 0);
 }
 
 TEST_CASE("DSV4.1-Flash matrix") {
-  CHECK(run_matrix({"dsv4.1-flash", {384, 6, 5120, 2304, 10.0f}}, k_batches, false, k_routings) == 0);
+  CHECK(run_matrix({"dsv4.1-flash", codegen::builtin_model("dsv4.1-flash")}, k_batches, false, k_routings) == 0);
 }

@@ -97,33 +97,35 @@ TEST_CASE("every MoE kernel compiles and assembles for sm_90a at every tile widt
 }
 
 TEST_CASE("bad input is refused before any launch, naming the field, value and range") {
+  // Every Table 10 field of the config has its own test with the planner
+  // (test_planner_config.cpp); these are the layer's own limits and the
+  // forward arguments.
   using runtime::InvalidInput;
-  const reference::MoeProblem glm{256, 8, 6144, 2048, 10.0f};
-  runtime::MoeLayerOptions opts;
-  auto problem_error = [&](reference::MoeProblem p, runtime::MoeLayerOptions o = {}) {
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  auto config_error = [&](auto mutate) {
+    codegen::MoeConfig c = glm;
+    mutate(c);
     try {
-      runtime::validate_problem(p, o);
+      runtime::validate_layer_config(c);
     } catch (const InvalidInput& e) {
       return e.field() + " | " + e.what();
     }
     return std::string("accepted");
   };
-  CHECK(problem_error(glm) == "accepted");
-  CHECK(problem_error({256, 8, 520, 2048}) ==
-        "hidden H | hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]");
-  CHECK(problem_error({256, 8, 8320, 2048}).rfind("hidden H |", 0) == 0);
-  CHECK(problem_error({256, 8, 6144, 128}).rfind("intermediate I | intermediate I = 128", 0) == 0);
-  CHECK(problem_error({256, 8, 6144, 2050}).rfind("intermediate I |", 0) == 0);
-  CHECK(problem_error({256, 0, 6144, 2048}) == "top-k k | top-k k = 0 is outside the allowed range [1, 32]");
-  CHECK(problem_error({4, 8, 6144, 2048}) == "top-k k | top-k k = 8 is outside the allowed range [1, 4]");
-  CHECK(problem_error({0, 1, 6144, 2048}).rfind("experts E |", 0) == 0);
-  CHECK(problem_error({256, 8, 6144, 2048, -1.0f}) == "clamp | clamp = -1 is invalid: must be > 0");
-  runtime::MoeLayerOptions big;
-  big.token_capacity = 1000;
-  CHECK(problem_error(glm, big) == "token capacity | token capacity = 1000 is outside the allowed range [1, 256]");
+  CHECK(config_error([](auto&) {}) == "accepted");
+  CHECK(config_error([](auto& c) { c.hidden = 520; }) ==
+        "hidden | hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]");
+  CHECK(config_error([](auto& c) { c.ranks = 8; }) ==
+        "ranks | ranks R = 8 is not supported yet: MoeLayer runs one GPU (R = 1)");
+  CHECK(config_error([](auto& c) { c.experts = 4096; }) ==
+        "experts | experts E = 4096 is outside the range this version supports [1, 2048]");
+  CHECK(config_error([](auto& c) { c.shared_expert = codegen::SharedExpert{128}; }).rfind("shared_expert |", 0) == 0);
 
-  runtime::MoeForwardArgs ok{0x1000, 0x2000, 0, 0x3000, 0x4000, 0x5000, 8};
-  auto args_error = [&](runtime::MoeForwardArgs a) {
+  const runtime::MoeLayerOptions opts;
+  const runtime::MoeForwardArgs ok{0x1000, 0x2000, 0, 0x3000, 0x4000, 0x5000, 8};
+  auto args_error = [&](auto mutate) {
+    runtime::MoeForwardArgs a = ok;
+    mutate(a);
     try {
       runtime::validate_forward_args(glm, opts, a);
     } catch (const InvalidInput& e) {
@@ -131,22 +133,17 @@ TEST_CASE("bad input is refused before any launch, naming the field, value and r
     }
     return std::string("accepted");
   };
-  CHECK(args_error(ok) == "accepted");
-  auto with = [&](auto mutate) {
-    runtime::MoeForwardArgs a = ok;
-    mutate(a);
-    return args_error(a);
-  };
-  CHECK(with([](auto& a) { a.tokens = 0; }) ==
+  CHECK(args_error([](auto&) {}) == "accepted");
+  CHECK(args_error([](auto& a) { a.tokens = 0; }) ==
         "tokens | tokens B = 0 is outside the allowed range [1, 256] (token capacity)");
-  CHECK(with([](auto& a) { a.tokens = 257; }).rfind("tokens |", 0) == 0);
-  CHECK(with([](auto& a) { a.x_q = 0; }) ==
+  CHECK(args_error([](auto& a) { a.tokens = 257; }).rfind("tokens |", 0) == 0);
+  CHECK(args_error([](auto& a) { a.x_q = 0; }) ==
         "x_q | x_q = 0x0 is invalid: must be a non-null 16-byte aligned device pointer");
-  CHECK(with([](auto& a) { a.x_q = 0x1008; }).rfind("x_q |", 0) == 0);
-  CHECK(with([](auto& a) { a.x_scales = 0x2002; }).rfind("x_scales |", 0) == 0);
-  CHECK(with([](auto& a) { a.topk_ids = 0; }).rfind("topk_ids |", 0) == 0);
-  CHECK(with([](auto& a) { a.topk_weights = 0x4001; }).rfind("topk_weights |", 0) == 0);
-  CHECK(with([](auto& a) { a.y = 0x5004; }).rfind("y |", 0) == 0);
+  CHECK(args_error([](auto& a) { a.x_q = 0x1008; }).rfind("x_q |", 0) == 0);
+  CHECK(args_error([](auto& a) { a.x_scales = 0x2002; }).rfind("x_scales |", 0) == 0);
+  CHECK(args_error([](auto& a) { a.topk_ids = 0; }).rfind("topk_ids |", 0) == 0);
+  CHECK(args_error([](auto& a) { a.topk_weights = 0x4001; }).rfind("topk_weights |", 0) == 0);
+  CHECK(args_error([](auto& a) { a.y = 0x5004; }).rfind("y |", 0) == 0);
   runtime::MoeLayerOptions bf16 = opts;
   bf16.input_bf16 = true;
   CHECK_THROWS_WITH_AS(runtime::validate_forward_args(glm, bf16, ok),

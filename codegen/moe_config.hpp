@@ -1,0 +1,98 @@
+#pragma once
+// MoeConfig: the model half of a launch shape (the other halves are the batch
+// B and the DeviceProfile), and its validation against the operator's
+// supported range (seed paper, Table 10 of appendix A). Invalid input is
+// refused with a ConfigError that names the field, its value and the range,
+// before anything is planned or launched.
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace moejit::codegen {
+
+// The arithmetic recipe of the routed experts. Only one exists today; the enum
+// is what a second one (e.g. W8A8 with per-token int8) would extend.
+enum class Recipe {
+  w4a8_mx,  // E4M3 activations x MXFP4 weights, UE8M0 scales per 32 along K
+};
+std::string_view recipe_name(Recipe r);  // "w4a8-mx"
+std::optional<Recipe> parse_recipe(std::string_view text);
+
+// One shared expert fused into the compute role (paper §4.7): FP8 weights with
+// a K-group of 32 or 128 for their packed UE8M0 scales.
+struct SharedExpert {
+  int k_group = 128;
+
+  friend bool operator==(const SharedExpert&, const SharedExpert&) = default;
+};
+
+struct MoeConfig {
+  std::string name = "custom";
+  int ranks = 1;         // R: expert-parallel ranks
+  int experts = 0;       // E: routed experts over all ranks
+  int top_k = 0;         // k
+  int hidden = 0;        // H
+  int intermediate = 0;  // I
+  Recipe recipe = Recipe::w4a8_mx;
+  // SwiGLU clamp c (g' = min(g, c), u' = clamp(u, -c, c)); nullopt = no clamp.
+  // 10 is the paper's evaluation setting (Table 3).
+  std::optional<float> swiglu_clamp = 10.0f;
+  std::optional<SharedExpert> shared_expert;
+  int dispatch_sms = 6;      // S_dispatch requested for role 1 (eq. 5; GC_MOE_SM120_DISPATCH_SMS)
+  int token_capacity = 256;  // Bcap: the most tokens per rank the workspace holds
+  // Whether the workspace carries the batched route arrays (§4.5). Batched
+  // returns need them (§4.4); without them the operator keeps per-slot route
+  // words, which is the path the l = 6 rule of §4.4 exists for.
+  bool batched_routes = true;
+
+  int local_experts() const { return experts / ranks; }  // L = E / R
+
+  friend bool operator==(const MoeConfig&, const MoeConfig&) = default;
+};
+
+// A field outside its allowed range. what() reads e.g.
+// "hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]";
+// field() is the JSON key ("hidden", "shared_expert.k_group", "batch", ...).
+class ConfigError : public std::invalid_argument {
+ public:
+  ConfigError(std::string field, const std::string& message)
+      : std::invalid_argument(message), field_(std::move(field)) {}
+  const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+// Every Table 10 range (and the fields moejit adds). Throws ConfigError.
+void validate(const MoeConfig& config);
+// 1 <= B <= token_capacity. Throws ConfigError (field "batch").
+void validate_batch(const MoeConfig& config, int batch);
+
+// Built-in models (seed Table 4) with ranks = 1. `shared_expert` fuses the
+// model's one shared expert (K-group 128 for glm5.2, 32 for dsv4.1-flash).
+// Throws std::invalid_argument naming the known models.
+MoeConfig builtin_model(std::string_view name, bool shared_expert = false);
+std::vector<std::string> builtin_model_names();
+
+// JSON form: {"name", "ranks", "experts", "top_k", "hidden", "intermediate",
+// "recipe", "swiglu_clamp" (number or null), "shared_expert" (null or
+// {"k_group"}), "dispatch_sms", "token_capacity", "batched_routes"}.
+// from_json is strict: an unknown key, a wrong type or a missing required key
+// ("experts", "top_k", "hidden", "intermediate") is a ConfigError naming the
+// field; optional keys keep MoeConfig's defaults. It does not range-check:
+// call validate() (load_moe_config does).
+void to_json(nlohmann::json& j, const MoeConfig& c);
+void from_json(const nlohmann::json& j, MoeConfig& c);
+
+// Reads a JSON config file, parses it strictly and validates it; without a
+// "name" the config is named after the file's stem. Errors are ConfigError
+// prefixed with the path (field() is still the bare key).
+MoeConfig load_moe_config(const std::string& path);
+
+}  // namespace moejit::codegen

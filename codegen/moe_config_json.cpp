@@ -1,0 +1,137 @@
+// MoeConfig <-> JSON, strict: a config file is user input, so a typo in a key
+// or a quoted number must fail with the field's name, never fall back to a
+// default.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "codegen/moe_config.hpp"
+
+namespace moejit::codegen {
+namespace {
+constexpr const char* k_known_keys[] = {"name",          "ranks",        "experts",        "top_k",
+                                        "hidden",        "intermediate", "recipe",         "swiglu_clamp",
+                                        "shared_expert", "dispatch_sms", "token_capacity", "batched_routes"};
+
+[[noreturn]] void type_error(const std::string& field, const char* expected, const nlohmann::json& v) {
+  throw ConfigError(field, fmt::format("{} must be {}, got {}", field, expected, v.dump()));
+}
+
+int get_int(const nlohmann::json& obj, const std::string& key, const std::string& field) {
+  const nlohmann::json& v = obj.at(key);
+  if (!v.is_number_integer()) type_error(field, "an integer", v);
+  const auto wide = v.get<long long>();
+  if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max())
+    throw ConfigError(field, fmt::format("{} = {} is invalid: does not fit a 32-bit integer", field, wide));
+  return static_cast<int>(wide);
+}
+
+void read_int(const nlohmann::json& j, const char* key, int& out, bool required) {
+  if (j.contains(key))
+    out = get_int(j, key, key);
+  else if (required)
+    throw ConfigError(key, fmt::format("{} is missing (a required field)", key));
+}
+}  // namespace
+
+void to_json(nlohmann::json& j, const MoeConfig& c) {
+  j = {{"name", c.name},
+       {"ranks", c.ranks},
+       {"experts", c.experts},
+       {"top_k", c.top_k},
+       {"hidden", c.hidden},
+       {"intermediate", c.intermediate},
+       {"recipe", recipe_name(c.recipe)},
+       {"swiglu_clamp", c.swiglu_clamp ? nlohmann::json(*c.swiglu_clamp) : nlohmann::json(nullptr)},
+       {"shared_expert",
+        c.shared_expert ? nlohmann::json{{"k_group", c.shared_expert->k_group}} : nlohmann::json(nullptr)},
+       {"dispatch_sms", c.dispatch_sms},
+       {"token_capacity", c.token_capacity},
+       {"batched_routes", c.batched_routes}};
+}
+
+void from_json(const nlohmann::json& j, MoeConfig& c) {
+  if (!j.is_object()) type_error("config", "a JSON object", j);
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : k_known_keys) known = known || key == k;
+    if (!known)
+      throw ConfigError(key, fmt::format("unknown field '{}' (known fields: {})", key, fmt::join(k_known_keys, ", ")));
+  }
+  MoeConfig out;
+  if (j.contains("name")) {
+    if (!j.at("name").is_string()) type_error("name", "a string", j.at("name"));
+    out.name = j.at("name").get<std::string>();
+  }
+  read_int(j, "ranks", out.ranks, false);
+  read_int(j, "experts", out.experts, true);
+  read_int(j, "top_k", out.top_k, true);
+  read_int(j, "hidden", out.hidden, true);
+  read_int(j, "intermediate", out.intermediate, true);
+  if (j.contains("recipe")) {
+    const nlohmann::json& v = j.at("recipe");
+    if (!v.is_string()) type_error("recipe", "a string", v);
+    auto recipe = parse_recipe(v.get<std::string>());
+    if (!recipe)
+      throw ConfigError("recipe",
+                        fmt::format("recipe = {} is invalid: must be \"{}\"", v.dump(), recipe_name(Recipe::w4a8_mx)));
+    out.recipe = *recipe;
+  }
+  if (j.contains("swiglu_clamp")) {
+    const nlohmann::json& v = j.at("swiglu_clamp");
+    if (v.is_null())
+      out.swiglu_clamp.reset();
+    else if (v.is_number())
+      out.swiglu_clamp = v.get<float>();
+    else
+      type_error("swiglu_clamp", "a number or null", v);
+  }
+  if (j.contains("shared_expert")) {
+    const nlohmann::json& v = j.at("shared_expert");
+    if (v.is_object()) {
+      for (const auto& [key, value] : v.items())
+        if (key != "k_group")
+          throw ConfigError("shared_expert." + key,
+                            fmt::format("unknown field 'shared_expert.{}' (known fields: k_group)", key));
+      if (!v.contains("k_group"))
+        throw ConfigError("shared_expert.k_group", "shared_expert.k_group is missing (32 or 128)");
+      out.shared_expert = SharedExpert{get_int(v, "k_group", "shared_expert.k_group")};
+    } else if (!v.is_null()) {
+      type_error("shared_expert", "an object {\"k_group\": 32|128} or null", v);
+    }
+  }
+  read_int(j, "dispatch_sms", out.dispatch_sms, false);
+  read_int(j, "token_capacity", out.token_capacity, false);
+  if (j.contains("batched_routes")) {
+    if (!j.at("batched_routes").is_boolean()) type_error("batched_routes", "true or false", j.at("batched_routes"));
+    out.batched_routes = j.at("batched_routes").get<bool>();
+  }
+  c = std::move(out);
+}
+
+MoeConfig load_moe_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("cannot read config file '{}'", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::runtime_error(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  try {
+    MoeConfig c = j.get<MoeConfig>();
+    if (!j.contains("name")) c.name = std::filesystem::path(path).stem().string();
+    validate(c);
+    return c;
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.field(), fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace moejit::codegen

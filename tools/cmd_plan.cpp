@@ -1,0 +1,132 @@
+// moejit plan: the geometry the planner picks for a model on a device, for
+// one batch size or a sweep, as a table shaped like the paper's Table 2 or
+// as JSON. Needs no GPU.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/planner.hpp"
+#include "tools/batch_list.hpp"
+#include "tools/cli_args.hpp"
+#include "tools/commands.hpp"
+#include "tools/plan_table.hpp"
+
+namespace moejit::tools {
+namespace {
+constexpr int k_max_ranks = 32;
+constexpr int k_max_token_capacity = 4096;
+
+codegen::MoeConfig read_config(const Args& args) {
+  if (args.has("model") == args.has("config"))
+    throw UsageError("give exactly one of --model NAME or --config FILE (see --help)");
+  codegen::MoeConfig config;
+  if (auto name = args.get("model")) {
+    try {
+      config = codegen::builtin_model(*name, args.has("shared-expert"));
+    } catch (const std::invalid_argument&) {
+      throw UsageError(
+          fmt::format("--model: '{}' is not one of {}", *name, fmt::join(codegen::builtin_model_names(), ", ")));
+    }
+    if (!args.has("ranks"))
+      throw UsageError(fmt::format("--ranks R is required with --model (1 <= R <= {})", k_max_ranks));
+  } else {
+    config = codegen::load_moe_config(*args.get("config"));
+    if (args.has("shared-expert") && !config.shared_expert)
+      throw UsageError(fmt::format(
+          "--shared-expert: {} defines no shared expert; add \"shared_expert\": {{\"k_group\": 32}} (or 128) to it",
+          *args.get("config")));
+  }
+  config.ranks = static_cast<int>(args.get_int("ranks", config.ranks, 1, k_max_ranks));
+  config.token_capacity =
+      static_cast<int>(args.get_int("token-capacity", config.token_capacity, 1, k_max_token_capacity));
+  if (args.has("no-batched-routes")) config.batched_routes = false;
+  return config;
+}
+
+codegen::DeviceProfile read_device(const Args& args) {
+  auto name = args.get("device");
+  if (!name)
+    throw UsageError(fmt::format("--device is required: one of {}", fmt::join(codegen::builtin_profile_names(), ", ")));
+  try {
+    return codegen::builtin_profile(*name);
+  } catch (const std::invalid_argument&) {
+    throw UsageError(
+        fmt::format("--device: '{}' is not one of {}", *name, fmt::join(codegen::builtin_profile_names(), ", ")));
+  }
+}
+}  // namespace
+
+int cmd_plan(int argc, char** argv) {
+  const std::vector<OptionSpec> options = {
+      {"model", true, "built-in model: glm5.2 (H=6144 I=2048 E=256 k=8) or dsv4.1-flash (H=5120 I=2304 E=384 k=6)",
+       "NAME"},
+      {"config", true, "model configuration from a JSON file instead of --model (keys below)", "FILE"},
+      {"ranks", true, "expert-parallel ranks R, 1..32; E must be a multiple of R (required with --model)", "R"},
+      {"batch", true, "one batch size: tokens per rank, 1..token capacity", "B"},
+      {"batches", true, "batch sizes: a list (1,3,8), a range of powers of two (1-256 = 1,2,4,...,256), or both",
+       "LIST"},
+      {"device", true, "device profile: h200 (sm_90a) or rtx-pro-5000 (sm_120a)", "NAME"},
+      {"shared-expert", false, "fuse the model's shared expert (K-group 128 for glm5.2, 32 for dsv4.1-flash)"},
+      {"dispatch-sms", true, "SMs requested for the dispatch partition (default 6; eq. 5)", "N"},
+      {"token-capacity", true, "tokens per rank the workspace holds, Bcap, 1..4096 (default 256)", "N"},
+      {"no-batched-routes", false, "plan for a workspace without the batched route arrays (no batched returns)"},
+      {"json", false, "print the configuration, the device and every geometry as JSON"},
+      {"explain", false, "list every decision with its reason (the default for a single batch)"},
+      {"help", false, "this text"},
+  };
+  Args args(options, argc, argv, 2);
+  if (args.has("help")) {
+    fmt::print(
+        "usage: moejit plan (--model NAME --ranks R | --config FILE [--ranks R])\n"
+        "                   (--batch B | --batches LIST) --device NAME [options]\n\n"
+        "Prints the geometry the planner chooses for each batch size: token tile, pipeline\n"
+        "depth, weight compactness, handoff, return staging, pull cache, reserved CTAs,\n"
+        "co-residency, register cap, the role-2 SMEM model and every role's grid, one\n"
+        "column per batch (the shape of the GC-MoE paper's Table 2). sm_120a follows the\n"
+        "paper's section 4.4 exactly; sm_90a's differences are in codegen/planner_sm90a.md.\n"
+        "A shape that cannot run is reported as rejected, with the reason (exit status 1).\n"
+        "Needs no GPU.\n\n"
+        "example: moejit plan --model glm5.2 --ranks 8 --batches 1-256 --device rtx-pro-5000\n\n"
+        "options:\n{}\n"
+        "config file (JSON): experts, top_k, hidden and intermediate are required; ranks defaults\n"
+        "to 1 (--ranks overrides it), name to the file's name, the others to the values shown:\n"
+        "  {{\"experts\": 256, \"top_k\": 8, \"hidden\": 6144, \"intermediate\": 2048, \"ranks\": 8,\n"
+        "   \"name\": \"glm5.2\", \"recipe\": \"w4a8-mx\", \"swiglu_clamp\": 10.0 (or null),\n"
+        "   \"shared_expert\": {{\"k_group\": 128}} (or null), \"dispatch_sms\": 6, \"token_capacity\": 256,\n"
+        "   \"batched_routes\": true}}\n",
+        format_options(options));
+    return 0;
+  }
+  if (!args.positional().empty())
+    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", args.positional().front()));
+  const codegen::DeviceProfile device = read_device(args);
+  codegen::MoeConfig config = read_config(args);
+  config.dispatch_sms = static_cast<int>(args.get_int("dispatch-sms", config.dispatch_sms, 2, device.sm_count));
+  codegen::validate(config);
+
+  if (args.has("batch") == args.has("batches"))
+    throw UsageError("give exactly one of --batch B or --batches LIST (see --help)");
+  const std::vector<int> batches =
+      args.has("batch") ? std::vector<int>{static_cast<int>(args.get_int("batch", 1, 1, config.token_capacity))}
+                        : parse_batch_list("batches", *args.get("batches"), 1, config.token_capacity);
+
+  std::vector<PlanOutcome> plans;
+  bool all_planned = true;
+  for (int b : batches) {
+    PlanOutcome o{b, std::nullopt, ""};
+    try {
+      o.geometry = codegen::plan(config, b, device);
+    } catch (const codegen::PlanError& e) {
+      o.rejection = e.what();
+      all_planned = false;
+    }
+    plans.push_back(std::move(o));
+  }
+  if (args.has("json"))
+    fmt::print("{}\n", plan_report_json(config, device, plans).dump(2));
+  else
+    fmt::print("{}", render_plan_table(config, device, plans, args.has("explain") || batches.size() == 1));
+  return all_planned ? 0 : 1;
+}
+
+}  // namespace moejit::tools
