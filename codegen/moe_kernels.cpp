@@ -38,8 +38,9 @@ KernelSpec base_spec(const char* kernel, const char* tmpl, const char* fn, Targe
 }
 }  // namespace
 
-int compute_smem_bytes(const MoeKernelShape& shape) {
-  const int stage = k_weight_stage_bytes + shape.tile_n * k_x_row_bytes;
+int compute_smem_bytes(const MoeKernelShape& shape, Target target) {
+  const int x_row_bytes = target.arch == Arch::sm_120a ? 128 + 16 : k_x_row_bytes;
+  const int stage = k_weight_stage_bytes + shape.tile_n * x_row_bytes;
   return shape.stages * stage + 2 * 8 * shape.stages + 4 * 4 * shape.tile_n;
 }
 
@@ -53,7 +54,8 @@ KernelSpec moe_dispatch_spec(const MoeKernelShape& shape, Target target) {
                  {"kTiles1", 2 * shape.intermediate / 64},
                  {"kTiles2", shape.hidden / 64},
                  {"kThreads", k_dispatch_threads},
-                 {"kInputBf16", shape.input_bf16 ? 1 : 0}};
+                 {"kInputBf16", shape.input_bf16 ? 1 : 0},
+                 {"kFp8Rows", target.arch == Arch::sm_120a ? 1 : 0}};
   s.params = with_workspace({
       {"topk_ids", ParamType::ptr, "const int*"},
       {"x_q", ParamType::ptr, "const moejit::u8*"},
@@ -65,8 +67,11 @@ KernelSpec moe_dispatch_spec(const MoeKernelShape& shape, Target target) {
 }
 
 KernelSpec moe_compute_spec(const MoeKernelShape& shape, Target target) {
-  KernelSpec s =
-      base_spec("moe_compute", "moe_compute.cuh", "moejit::moe_compute_sm90_entry", target, k_compute_threads);
+  // The MMA atom is the point of variation between targets.
+  const bool native_block_scaled = target.arch == Arch::sm_120a;
+  KernelSpec s = base_spec("moe_compute", "moe_compute.cuh",
+                           native_block_scaled ? "moejit::moe_compute_sm120_entry" : "moejit::moe_compute_sm90_entry",
+                           target, k_compute_threads);
   s.constants = {{"kHidden", shape.hidden},
                  {"kInter", shape.intermediate},
                  {"kTopK", shape.top_k},
@@ -81,7 +86,9 @@ KernelSpec moe_compute_spec(const MoeKernelShape& shape, Target target) {
       {"topk_weights", ParamType::ptr, "const float*"},
       {"clamp", ParamType::f32, "float"},
   });
-  s.required_instructions = {"cp.async.bulk.tensor", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"};
+  s.required_instructions = {"cp.async.bulk.tensor", native_block_scaled
+                                                         ? "mma.sync.aligned.kind::mxf8f6f4.block_scale"
+                                                         : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"};
   return s;
 }
 
@@ -99,7 +106,11 @@ KernelSpec moe_finalize_spec(const MoeKernelShape& shape, Target target) {
 KernelSpec moe_weight_transform_spec(int experts, int rows, int k, bool interleave, Target target) {
   KernelSpec s = base_spec("moe_weight_transform", "moe_weight_transform.cuh", "moejit::moe_weight_transform", target,
                            k_transform_threads);
-  s.constants = {{"kExperts", experts}, {"kRows", rows}, {"kK", k}, {"kInterleave", interleave ? 1 : 0}};
+  s.constants = {{"kExperts", experts},
+                 {"kRows", rows},
+                 {"kK", k},
+                 {"kInterleave", interleave ? 1 : 0},
+                 {"kNibbleOrder", target.arch == Arch::sm_120a ? 1 : 0}};
   s.params = {
       {"payload_in", ParamType::ptr, "const moejit::u8*"},
       {"scales_in", ParamType::ptr, "const moejit::u8*"},

@@ -30,8 +30,9 @@ inline constexpr int k_transform_threads = 256;
 inline constexpr int k_weight_stage_bytes = 64 * 64 + 256;
 inline constexpr int k_x_row_bytes = 256 + 16;
 
-// Dynamic SMEM of the compute role for `shape` (the layout of templates/moe_compute.cuh).
-int compute_smem_bytes(const MoeKernelShape& shape);
+// Dynamic SMEM of the compute role for `shape` (the layout of templates/moe_compute.cuh;
+// sm_120a stages E4M3 token rows, sm_90a their BF16 image).
+int compute_smem_bytes(const MoeKernelShape& shape, Target target = Target{Arch::sm_90a});
 
 KernelSpec moe_dispatch_spec(const MoeKernelShape& shape, Target target);
 KernelSpec moe_compute_spec(const MoeKernelShape& shape, Target target);

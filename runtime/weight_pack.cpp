@@ -11,7 +11,7 @@ constexpr int k_fragment_bit[4][2][4] = {{{6, 7, 8, 15}, {22, 23, 24, 31}},
 }  // namespace
 
 PackedProjection pack_projection(const std::vector<std::uint8_t>& payload, const std::vector<std::uint8_t>& scales,
-                                 int experts, int rows, int k, bool interleave) {
+                                 int experts, int rows, int k, bool interleave, FragmentOrder order) {
   PackedProjection out;
   const int blocks = k / 128;
   out.payload.assign(std::size_t(experts) * blocks * rows * 16, 0);
@@ -34,6 +34,12 @@ PackedProjection pack_projection(const std::vector<std::uint8_t>& payload, const
         const int chunk16 = in_block / 16, within = in_block % 16;
         const int t = (within % 8) / 2, high_col = within / 8, elem = within % 2;
         const int pair = 2 * chunk16 + high_col;  // 0: 2t, 1: 2t+8, 2: 16+2t, 3: 24+2t
+        if (order == FragmentOrder::sm120_nibbles) {
+          // Word (t, j) holds k = 32j + 4t + {0..3} in nibbles 0..3 and k = 32j + 16 + 4t + {0..3} in 4..7.
+          const int t4 = (in_block % 16) / 4, nib = (in_block % 4) + 4 * (in_block / 16);
+          out.payload[((std::size_t(e) * blocks + kb) * rows + n) * 16 + 4 * t4 + j] |= code << (4 * nib);
+          continue;
+        }
         const std::size_t word = ((std::size_t(e) * blocks + kb) * rows + n) * 16 + 4 * t + j;
         for (int f = 0; f < 4; ++f) out.payload[word] |= ((code >> f) & 1u) << k_fragment_bit[pair][elem][f];
       }

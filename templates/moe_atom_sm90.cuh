@@ -21,6 +21,7 @@
 // shifting: the dequantization, not HBM, bounds this kernel.
 
 #include "moe_ptx.cuh"
+#include "moe_workspace.cuh"
 
 namespace moejit {
 
@@ -53,14 +54,36 @@ __device__ __forceinline__ void dequant_e2m1_word(u32 q, u32 multiplier, u32 (&p
 }
 
 struct AtomSm90 {
-  static constexpr int kKPerIssue = 16;
-  static constexpr int kXBytesPerElement = 2;  // activations staged as BF16
+  // Token rows are staged as the BF16 image of their MXFP8 values: 256 bytes
+  // per K128, padded to 272 so ldmatrix rows fall on distinct banks.
+  static constexpr int kXChunkBytes = 256;
+  static constexpr int kXRowBytes = 256 + 16;
+
+  template <int kHidden>
+  __device__ static const u8* gemm1_row(const MoeWorkspace& ws, int token) {
+    return reinterpret_cast<const u8*>(ws.x_bf16 + u64(token) * kHidden);
+  }
+  template <int kInter>
+  __device__ static const u8* gemm2_row(const MoeWorkspace& ws, int pos) {
+    return reinterpret_cast<const u8*>(ws.handoff + u64(pos) * kInter);
+  }
+  // Nothing per token column: the activation scales are folded into the BF16 rows.
+  template <int kGroups>
+  struct Columns {};
+  template <int kHidden, int kInter, int kTopK, int kGroups>
+  __device__ static void load_columns(Columns<kGroups>&, const MoeWorkspace&, int, int, bool) {}
+  // The L1 handoff holds the BF16 image of the requantized MXFP8 act.
+  template <int kInter>
+  __device__ static void store_handoff(const MoeWorkspace& ws, int pos, int i, u32 q, u32 code, bool) {
+    ws.handoff[u64(pos) * kInter + i] = mxfp8_to_bf16(q, code);
+  }
 
   // One K128 step of a warp's m16 slice against `groups` token groups of 8.
   // w_lo / w_hi: the lane's 16-byte segments of rows g and g+8; s_lo / s_hi their scale words.
   template <int kGroups>
   __device__ __forceinline__ static void k128_step(float (&acc)[kGroups][4], uint4 w_lo, uint4 w_hi, u32 s_lo, u32 s_hi,
-                                                   const u8* x_tile, int x_row_bytes, int groups) {
+                                                   const u8* x_tile, int groups, const Columns<kGroups>&, int) {
+    constexpr int x_row_bytes = kXRowBytes;
     const int lane = threadIdx.x & 31;
     const u32 lo[4] = {w_lo.x, w_lo.y, w_lo.z, w_lo.w};
     const u32 hi[4] = {w_hi.x, w_hi.y, w_hi.z, w_hi.w};

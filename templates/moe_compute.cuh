@@ -16,6 +16,9 @@
 // route's BF16 output row into the combine arena.
 
 #include "moe_atom_sm90.cuh"
+#if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
+#include "moe_atom_sm120.cuh"
+#endif
 #include "moe_ptx.cuh"
 #include "moe_workspace.cuh"
 
@@ -24,9 +27,10 @@ namespace moejit {
 constexpr int kComputeMathWarps = 4;
 constexpr int kComputeThreads = 32 * (kComputeMathWarps + 1);
 constexpr int kWeightTileBytes = 64 * 64;  // 64 rows x K128 nibbles
-constexpr int kXRowBytes = 256 + 16;       // a BF16 K128 row, padded: conflict-free ldmatrix
 
-template <int kTileN>
+// One pipeline stage: a K128 slice of the weight tile, its scale words, and
+// the token rows in the atom's staging format (padded rows: conflict-free ldmatrix).
+template <int kTileN, int kXRowBytes>
 struct ComputeStage {
   u8 w[kWeightTileBytes];
   u32 s[64];
@@ -88,7 +92,7 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
   constexpr int kTiles1 = 2 * kInter / 64, kTiles2 = kHidden / 64;
   constexpr int kBlocks1 = kHidden / 128, kBlocks2 = kInter / 128;  // K128 steps
   constexpr int kGroups = kTileN / 8;
-  using Stage = ComputeStage<kTileN>;
+  using Stage = ComputeStage<kTileN, Atom::kXRowBytes>;
   extern __shared__ __align__(128) u8 smem[];
   Stage* stages = reinterpret_cast<Stage*>(smem);
   u64* full = reinterpret_cast<u64*>(smem + kStages * sizeof(Stage));
@@ -136,8 +140,8 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
         row_src[r] = nullptr;
         if (col < it.rows) {
           const int pos = it.base + col;
-          row_src[r] = it.gemm2 ? reinterpret_cast<const u8*>(ws.handoff + u64(pos) * kInter)
-                                : reinterpret_cast<const u8*>(ws.x_bf16 + u64(ws.route_slot[pos] / kTopK) * kHidden);
+          row_src[r] = it.gemm2 ? Atom::template gemm2_row<kInter>(ws, pos)
+                                : Atom::template gemm1_row<kHidden>(ws, ws.route_slot[pos] / kTopK);
         }
       }
       const int k_blocks = it.gemm2 ? kBlocks2 : kBlocks1;
@@ -149,14 +153,16 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
         Stage& st = stages[stage];
         const int row = (it.expert * k_blocks + kb) * n_rows + it.m_tile * 64;
         if (lane == 0) {
-          mbar_expect_tx(&full[stage], kWeightTileBytes + 256 + 256 * it.rows);
+          mbar_expect_tx(&full[stage], kWeightTileBytes + 256 + Atom::kXChunkBytes * it.rows);
           tma_load_2d(st.w, map, &full[stage], 0, row);
           bulk_load(st.s, scales + row, 256, &full[stage]);
         }
         __syncwarp();
 #pragma unroll
         for (int r = 0; r < kRowsPerLane; ++r)
-          if (row_src[r]) bulk_load(st.x + (lane + 32 * r) * kXRowBytes, row_src[r] + 256 * kb, 256, &full[stage]);
+          if (row_src[r])
+            bulk_load(st.x + (lane + 32 * r) * Atom::kXRowBytes, row_src[r] + Atom::kXChunkBytes * kb,
+                      Atom::kXChunkBytes, &full[stage]);
         if (++stage == kStages) stage = 0, phase ^= 1u;
       }
     }
@@ -174,13 +180,15 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
     for (int ng = 0; ng < kGroups; ++ng) acc[ng][0] = acc[ng][1] = acc[ng][2] = acc[ng][3] = 0.0f;
 
     const int k_blocks = it.gemm2 ? kBlocks2 : kBlocks1;
+    typename Atom::template Columns<kGroups> columns;
+    Atom::template load_columns<kHidden, kInter, kTopK>(columns, ws, it.base, it.rows, it.gemm2);
     for (int kb = 0; kb < k_blocks; ++kb) {
       mbar_wait(&full[stage], phase);
       const Stage& st = stages[stage];
       const int row_lo = 16 * warp + g;
       const uint4 w_lo = *reinterpret_cast<const uint4*>(st.w + row_lo * 64 + t * 16);
       const uint4 w_hi = *reinterpret_cast<const uint4*>(st.w + (row_lo + 8) * 64 + t * 16);
-      Atom::template k128_step<kGroups>(acc, w_lo, w_hi, st.s[row_lo], st.s[row_lo + 8], st.x, kXRowBytes, groups);
+      Atom::template k128_step<kGroups>(acc, w_lo, w_hi, st.s[row_lo], st.s[row_lo + 8], st.x, groups, columns, kb);
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[stage]);
       if (++stage == kStages) stage = 0, phase ^= 1u;
@@ -219,7 +227,7 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
           for (int w = 1; w < kComputeMathWarps; ++w) amax = fmaxf(amax, s_amax[w * kTileN + col]);
           const u32 code = mx_e4m3_scale_code(amax);
           const u32 q = float2_to_e4m3x2(a[ng][h] * exact_pow2(127 - int(code)), 0.0f) & 0xFFu;
-          ws.handoff[u64(it.base + col) * kInter + i] = mxfp8_to_bf16(q, code);
+          Atom::template store_handoff<kInter>(ws, it.base + col, i, q, code, warp == 0 && g == 0);
         }
       }
       __threadfence();
@@ -250,5 +258,15 @@ __device__ void moe_compute_sm90_entry(const void* w1_map, const void* w2_map, c
   moe_compute<kHidden, kInter, kTopK, kTileN, kStages, AtomSm90>(w1_map, w2_map, w1_scales, w2_scales, topk_weights,
                                                                  clamp, MOEJIT_WORKSPACE_STRUCT);
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
+template <int kHidden, int kInter, int kTopK, int kTileN, int kStages>
+__device__ void moe_compute_sm120_entry(const void* w1_map, const void* w2_map, const u32* w1_scales,
+                                        const u32* w2_scales, const float* topk_weights, float clamp,
+                                        MOEJIT_WORKSPACE_FORMALS) {
+  moe_compute<kHidden, kInter, kTopK, kTileN, kStages, AtomSm120>(w1_map, w2_map, w1_scales, w2_scales, topk_weights,
+                                                                  clamp, MOEJIT_WORKSPACE_STRUCT);
+}
+#endif
 
 }  // namespace moejit

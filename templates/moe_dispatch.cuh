@@ -113,8 +113,10 @@ __device__ void moe_route(const MoeWorkspace& ws, const i32* __restrict__ topk_i
   }
 }
 
-// BF16 image of each token's MXFP8 activation row: 16 elements per thread.
-template <int kHidden>
+// Each token's activation row as the compute atom stages it: the BF16 image
+// of its MXFP8 values (sm_90a), or its E4M3 bytes and scale words copied into
+// the workspace (kFp8Rows, sm_120a). 16 elements per thread.
+template <int kHidden, int kFp8Rows>
 __device__ void moe_activation_rows(const MoeWorkspace& ws, const u8* __restrict__ x_q,
                                     const u32* __restrict__ x_scales, u32 tokens, u32 first_block) {
   const u32 chunks = tokens * (kHidden / 16);
@@ -122,6 +124,12 @@ __device__ void moe_activation_rows(const MoeWorkspace& ws, const u8* __restrict
        c += (gridDim.x - first_block) * blockDim.x) {
     const u32 token = c / (kHidden / 16), k = (c % (kHidden / 16)) * 16;
     const uint4 q = *reinterpret_cast<const uint4*>(x_q + u64(token) * kHidden + k);
+    if (kFp8Rows) {
+      *reinterpret_cast<uint4*>(ws.x_q + u64(token) * kHidden + k) = q;
+      if (k % 128 == 0)
+        ws.x_scales[u64(token) * (kHidden / 128) + k / 128] = x_scales[u64(token) * (kHidden / 128) + k / 128];
+      continue;
+    }
     const u32 code = (x_scales[u64(token) * (kHidden / 128) + k / 128] >> (8 * ((k / 32) % 4))) & 0xFFu;
     const u32 words[4] = {q.x, q.y, q.z, q.w};
     u32 out[8];
@@ -178,7 +186,8 @@ __device__ void moe_quantize_rows(const MoeWorkspace& ws, const u16* __restrict_
 // The dispatch role. Block 0 routes; the rest prepare activation rows (block 0
 // does both when the grid has one block). kInputBf16 selects BF16 `x_bf16_in`
 // (quantized here) over pre-quantized `x_q_in` + `x_scales_in`.
-template <int kExperts, int kTopK, int kHidden, int kTileN, int kTiles1, int kTiles2, int kThreads, int kInputBf16>
+template <int kExperts, int kTopK, int kHidden, int kTileN, int kTiles1, int kTiles2, int kThreads, int kInputBf16,
+          int kFp8Rows>
 __device__ void moe_dispatch(const i32* __restrict__ topk_ids, const u8* __restrict__ x_q_in,
                              const u32* __restrict__ x_scales_in, const u16* __restrict__ x_bf16_in, u32 tokens,
                              const MoeWorkspace& ws) {
@@ -191,13 +200,14 @@ __device__ void moe_dispatch(const i32* __restrict__ topk_ids, const u8* __restr
   if (kInputBf16)
     moe_quantize_rows<kHidden>(ws, x_bf16_in, tokens, first_block);
   else
-    moe_activation_rows<kHidden>(ws, x_q_in, x_scales_in, tokens, first_block);
+    moe_activation_rows<kHidden, kFp8Rows>(ws, x_q_in, x_scales_in, tokens, first_block);
 }
 
-template <int kExperts, int kTopK, int kHidden, int kTileN, int kTiles1, int kTiles2, int kThreads, int kInputBf16>
+template <int kExperts, int kTopK, int kHidden, int kTileN, int kTiles1, int kTiles2, int kThreads, int kInputBf16,
+          int kFp8Rows>
 __device__ void moe_dispatch_entry(const i32* topk_ids, const u8* x_q_in, const u32* x_scales_in, const u16* x_bf16_in,
                                    u32 tokens, MOEJIT_WORKSPACE_FORMALS) {
-  moe_dispatch<kExperts, kTopK, kHidden, kTileN, kTiles1, kTiles2, kThreads, kInputBf16>(
+  moe_dispatch<kExperts, kTopK, kHidden, kTileN, kTiles1, kTiles2, kThreads, kInputBf16, kFp8Rows>(
       topk_ids, x_q_in, x_scales_in, x_bf16_in, tokens, MOEJIT_WORKSPACE_STRUCT);
 }
 

@@ -37,9 +37,10 @@ __device__ __forceinline__ u32 scatter_e2m1(u32 code, int pair, int high) {
   return out;
 }
 
-// One thread per packed 32-bit word. `status[0]` gets 1 if a scale exceeds the
+// One thread per packed 32-bit word. kNibbleOrder selects the sm_120a
+// fragment order (moe_atom_sm120.cuh) over the sm_90a bit scatter. `status[0]` gets 1 if a scale exceeds the
 // sm_90a dequantization range (UE8M0 code > 128, i.e. |w| >= 16).
-template <int kExperts, int kRows, int kK, int kInterleave>
+template <int kExperts, int kRows, int kK, int kInterleave, int kNibbleOrder>
 __device__ void moe_weight_transform(const u8* __restrict__ payload_in, const u8* __restrict__ scales_in,
                                      u32* __restrict__ payload_out, u32* __restrict__ scales_out, int* status) {
   constexpr int kBlocks = kK / 128;
@@ -53,11 +54,18 @@ __device__ void moe_weight_transform(const u8* __restrict__ payload_in, const u8
     const u8* src = payload_in + (u64(e) * kRows + checkpoint_row<kRows, kInterleave>(n)) * (kK / 2);
     const int pair_k[4] = {32 * j + 2 * t, 32 * j + 2 * t + 8, 32 * j + 16 + 2 * t, 32 * j + 24 + 2 * t};
     u32 out = 0;
+    if (kNibbleOrder) {
+      // sm_120a: nibbles 0..3 = k 32j + 4t + {0..3}, nibbles 4..7 = k 32j + 16 + 4t + {0..3}.
+      const u32 lo = *reinterpret_cast<const unsigned short*>(src + (kb * 128 + 32 * j + 4 * t) / 2);
+      const u32 hi = *reinterpret_cast<const unsigned short*>(src + (kb * 128 + 32 * j + 16 + 4 * t) / 2);
+      out = lo | (hi << 16);
+    } else {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const u32 byte = src[(kb * 128 + pair_k[i]) / 2];  // elements k (low nibble) and k+1 (high)
-      out |= scatter_e2m1(byte & 0xFu, i, 0);
-      out |= scatter_e2m1(byte >> 4, i, 1);
+      for (int i = 0; i < 4; ++i) {
+        const u32 byte = src[(kb * 128 + pair_k[i]) / 2];  // elements k (low nibble) and k+1 (high)
+        out |= scatter_e2m1(byte & 0xFu, i, 0);
+        out |= scatter_e2m1(byte >> 4, i, 1);
+      }
     }
     payload_out[idx] = out;
     if (word == 0) {

@@ -80,7 +80,8 @@ int cmd_run(int argc, char** argv) {
   const codegen::MoeKernelShape shape = runtime::plan_kernel_shape(model, layer_options, tokens, profile);
   fmt::print("[1/3] plan {} (E={}, k={}, H={}, I={}) B={} on {} ({}): tile_n {}, {} stages, {} CTAs/SM, {} B SMEM\n",
              model.name, model.experts, model.top_k, model.hidden, model.intermediate, tokens, profile.name,
-             target.name(), shape.tile_n, shape.stages, shape.min_blocks_per_sm, codegen::compute_smem_bytes(shape));
+             target.name(), shape.tile_n, shape.stages, shape.min_blocks_per_sm,
+             codegen::compute_smem_bytes(shape, target));
   fmt::print("[2/3] compile\n");
   for (const codegen::KernelSpec& spec : runtime::moe_kernel_specs(model, layer_options, tokens, profile)) {
     const runtime::BuildArtifacts built = runtime::build_kernel(spec);

@@ -91,9 +91,32 @@ TEST_CASE("every MoE kernel compiles and assembles for sm_90a at every tile widt
   }
   const runtime::BuildArtifacts fin = runtime::build_kernel(codegen::moe_finalize_spec({256, 8, 6144, 2048}, target));
   CHECK(!fin.cubin.empty());
-  const runtime::BuildArtifacts xf =
-      runtime::build_kernel(codegen::moe_weight_transform_spec(256, 4096, 6144, true, target));
-  CHECK(!xf.cubin.empty());
+  CHECK(!runtime::build_kernel(codegen::moe_weight_transform_spec(256, 4096, 6144, true, target)).cubin.empty());
+}
+
+TEST_CASE("sm_120a: every MoE kernel variant compiles, assembles and keeps the native block-scaled MMA") {
+  const codegen::Target target{codegen::Arch::sm_120a};
+  // Every tile width the planner can choose on sm_120a (eq. 8 tiers and fallbacks), at its depths.
+  for (int tile_n : {16, 32, 48, 64, 80, 96}) {
+    CAPTURE(tile_n);
+    codegen::MoeKernelShape shape{256, 8, 6144, 2048, tile_n, tile_n == 16 ? 4 : 2};
+    const codegen::KernelSpec spec = codegen::moe_compute_spec(shape, target);
+    CHECK(spec.device_function == "moejit::moe_compute_sm120_entry");
+    const runtime::BuildArtifacts built = runtime::build_kernel(spec);
+    CHECK(built.final_ptx.find("mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e2m1."
+                               "e4m3.f32.ue8m0") != std::string::npos);
+    CHECK(built.final_ptx.find("cp.async.bulk.tensor") != std::string::npos);
+    CHECK(built.final_ptx.find("mma.sync.aligned.m16n8k16") == std::string::npos);  // no BF16 fallback
+    const codegen::KernelResources* res = built.resources.find(spec.entry_name());
+    REQUIRE(res);
+    CHECK(res->spill_store_bytes == 0);
+    CHECK(codegen::compute_smem_bytes(shape, target) <= 99 * 1024);
+  }
+  codegen::MoeKernelShape shape{256, 8, 6144, 2048, 16, 4};
+  for (const codegen::KernelSpec& spec :
+       {codegen::moe_dispatch_spec(shape, target), codegen::moe_finalize_spec(shape, target),
+        codegen::moe_weight_transform_spec(256, 4096, 6144, true, target)})
+    CHECK(!runtime::build_kernel(spec).cubin.empty());
 }
 
 TEST_CASE("bad input is refused before any launch, naming the field, value and range") {
@@ -154,4 +177,33 @@ TEST_CASE("bad input is refused before any launch, naming the field, value and r
                        "topk_ids[1][1] = 256 is outside the allowed range [0, 256)", InvalidInput);
   CHECK_THROWS_WITH_AS(runtime::validate_route_ids(glm, {-1}),
                        "topk_ids[0][0] = -1 is outside the allowed range [0, 256)", InvalidInput);
+}
+
+TEST_CASE("sm_120a packed fragments expand to the m16n8k32 A registers") {
+  // The atom's expand_e2m1_word, emulated: nibbles 0..3 -> a0 (k = 4t..4t+3 of the K32
+  // block), nibbles 4..7 -> a2 (k = 16+4t..), each code at bits 5..2 of its byte.
+  const int experts = 1, rows = 64, k = 256;
+  std::mt19937 rng(std::random_device{}());
+  std::vector<std::uint8_t> payload(std::size_t(experts) * rows * k / 2), scales(std::size_t(experts) * rows * k / 32);
+  for (auto& b : payload) b = static_cast<std::uint8_t>(rng());
+  for (auto& s : scales) s = static_cast<std::uint8_t>(rng());
+  const runtime::PackedProjection packed =
+      runtime::pack_projection(payload, scales, experts, rows, k, false, runtime::FragmentOrder::sm120_nibbles);
+  int mismatches = 0;
+  for (int kb = 0; kb < k / 128; ++kb)
+    for (int n = 0; n < rows; ++n)
+      for (int t = 0; t < 4; ++t)
+        for (int j = 0; j < 4; ++j) {
+          const std::uint32_t q = packed.payload[(std::size_t(kb) * rows + n) * 16 + 4 * t + j];
+          for (int reg = 0; reg < 2; ++reg)
+            for (int byte = 0; byte < 4; ++byte) {
+              const std::uint32_t container = ((q >> (4 * (4 * reg + byte))) & 0xF) << 2;
+              const int kk = kb * 128 + 32 * j + 16 * reg + 4 * t + byte;
+              const std::uint8_t src = payload[std::size_t(n) * (k / 2) + kk / 2];
+              mismatches += (container >> 2) != std::uint32_t(kk % 2 ? src >> 4 : src & 0xF);
+            }
+        }
+  CHECK(mismatches == 0);
+  // The scale words are the same for both targets: byte j = K32 block j.
+  CHECK(packed.scales == runtime::pack_projection(payload, scales, experts, rows, k, false).scales);
 }
