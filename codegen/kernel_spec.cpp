@@ -50,7 +50,10 @@ std::string KernelSpec::summary() const {
 void to_json(nlohmann::json& j, const KernelSpec& s) {
   nlohmann::json params = nlohmann::json::array();
   for (const KernelParam& p : s.params)
-    params.push_back({{"name", p.name}, {"type", param_type_name(p.type)}, {"cxx", p.cxx_type}});
+    params.push_back({{"name", p.name},
+                      {"type", param_type_name(p.type)},
+                      {"cxx", p.cxx_type},
+                      {"tensormap_uses", p.tensormap_uses}});
   nlohmann::json constants = nlohmann::json::array();
   for (const auto& [n, v] : s.constants) constants.push_back({n, v});
   j = {{"kernel", s.kernel},
@@ -60,6 +63,8 @@ void to_json(nlohmann::json& j, const KernelSpec& s) {
        {"constants", constants},
        {"threads", s.threads},
        {"min_blocks_per_sm", s.min_blocks_per_sm},
+       {"target_blocks_per_sm", s.target_blocks_per_sm},
+       {"max_registers", s.max_registers},
        {"params", params},
        {"required_instructions", s.required_instructions}};
 }
@@ -76,9 +81,12 @@ void from_json(const nlohmann::json& j, KernelSpec& s) {
     s.constants.emplace_back(c.at(0).get<std::string>(), c.at(1).get<std::int64_t>());
   s.threads = j.at("threads").get<int>();
   s.min_blocks_per_sm = j.at("min_blocks_per_sm").get<int>();
+  s.target_blocks_per_sm = j.at("target_blocks_per_sm").get<int>();
+  s.max_registers = j.at("max_registers").get<int>();
   s.params.clear();
   for (const auto& p : j.at("params")) {
-    KernelParam param{p.at("name").get<std::string>(), ParamType::ptr, p.at("cxx").get<std::string>()};
+    KernelParam param{p.at("name").get<std::string>(), ParamType::ptr, p.at("cxx").get<std::string>(),
+                      p.at("tensormap_uses").get<int>()};
     const std::string type = p.at("type").get<std::string>();
     bool known = false;
     for (auto [t, name] : k_param_names)

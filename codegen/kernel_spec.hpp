@@ -3,11 +3,22 @@
 // equal specs emit identical source; the cache keys on its JSON form.
 //
 // Kernel ABI. Every moejit entry is `extern "C"`, named `moejit_<kernel>`, and
-// takes its formals in the order of `params`. Pointers (device buffers) are
-// `.u64`. A TensorMap is declared in the source as a `const void*` pointer
-// formal (so NVRTC emits `.param .u64`), and the tensormap-by-value PTX pass
-// turns it into `.param .align 128 .b8 name[128]`; the launcher passes the
-// 128-byte descriptor itself. Scalars are .u32/.s32/.f32/.u64.
+// takes its formals in the order of `params`; NVRTC names formal i
+// `<entry>_param_<i>`. Pointers (device buffers) are `.u64` (NVVM 20, for
+// compute_100a and later, writes `.u64 .ptr .align 1`). Scalars are
+// .u32/.f32/.u64; an `int` formal is `.u32` too.
+//
+// TensorMaps (ParamType::tensormap) use the same uniform pointer ABI in the
+// source: a `const void*` formal that NVRTC declares `.param .u64` and loads
+// once with `ld.param.u64`, and whose register reaches the TMA inline asm
+// unchanged. The tensormap-by-value PTX pass then makes the formal
+// `.param .align 128 .b8 <formal>[128]` and the load a parameter-space address
+// (`mov.b64` + `cvta.param.u64`), asserting one load and exactly
+// `tensormap_uses` reads of the loaded register. So the cubin takes the
+// 128-byte descriptor itself, by value, in the argument vector: the launcher
+// passes a CUtensorMap where the source had a pointer. The validate pass
+// checks the final formals against this ABI (codegen::ptx_param_type, with
+// tensormaps by value) and that `required_instructions` survived.
 
 #include <cstdint>
 #include <string>
@@ -29,6 +40,9 @@ struct KernelParam {
   std::string name;  // the source name; in PTX the formal is `<entry>_param_<index>`
   ParamType type = ParamType::ptr;
   std::string cxx_type;  // the declaration in the emitted entry, e.g. "const unsigned char*"
+  // A tensormap formal: how many instructions must read its descriptor (e.g. a
+  // prefetch and the copy: 2). tensormap-by-value asserts the count. 0 otherwise.
+  int tensormap_uses = 0;
 
   friend bool operator==(const KernelParam&, const KernelParam&) = default;
 };
@@ -41,10 +55,16 @@ struct KernelSpec {
   // Compile-time constants, in template-argument order.
   std::vector<std::pair<std::string, std::int64_t>> constants;
   int threads = 128;          // __launch_bounds__ max threads
-  int min_blocks_per_sm = 1;  // __launch_bounds__ min blocks (the occupancy pass may rewrite)
+  int min_blocks_per_sm = 1;  // __launch_bounds__ min blocks: NVRTC writes it as `.minnctapersm`
+  // The co-residency the planner wants ptxas to plan for: the occupancy pass
+  // rewrites `.minnctapersm min_blocks_per_sm` to it (0: keep min_blocks_per_sm).
+  int target_blocks_per_sm = 0;
+  // The register cap the occupancy pass pins with `.maxnreg` (0: no cap).
+  int max_registers = 0;
   std::vector<KernelParam> params;
   // PTX instructions the target's kernel must still contain after the passes
-  // (e.g. the block-scaled MMA); the validate pass checks them.
+  // (e.g. the block-scaled MMA); the validate pass checks them, and adds
+  // `cp.async.bulk.tensor` for a kernel with tensormap formals.
   std::vector<std::string> required_instructions;
 
   std::string entry_name() const { return "moejit_" + kernel; }

@@ -1,9 +1,47 @@
 #include "runtime/kernel_builder.hpp"
 
+#include <algorithm>
+
+#include "codegen/compiler_identity.hpp"
 #include "codegen/nvjitlink_linker.hpp"
 #include "codegen/nvrtc_compiler.hpp"
 
 namespace moejit::runtime {
+
+ptx::PipelineOptions pass_options(const codegen::KernelSpec& spec) {
+  ptx::PipelineOptions o;
+  const codegen::ToolchainVersion& tc = codegen::toolchain_version();
+  o.version.cap = ptx::ptx_isa_for_cuda(tc.nvjitlink_major, tc.nvjitlink_minor);
+
+  const std::string entry = spec.entry_name();
+  if (spec.target_blocks_per_sm > 0 || spec.max_registers > 0)
+    o.occupancy.push_back({entry, spec.min_blocks_per_sm, spec.target_blocks_per_sm, spec.max_registers});
+
+  ptx::EntryAbi abi;
+  abi.entry = entry;
+  abi.target = std::string(spec.target.name());
+  abi.formals.emplace();
+  abi.required_instructions = spec.required_instructions;
+  for (size_t i = 0; i < spec.params.size(); ++i) {
+    const codegen::KernelParam& p = spec.params[i];
+    const std::string role = p.name + " (" + std::string(codegen::param_type_name(p.type)) + ")";
+    if (p.type == codegen::ParamType::tensormap) {
+      o.tensormaps.push_back({entry, spec.ptx_formal_name(i), p.tensormap_uses});
+      abi.formals->push_back({spec.ptx_formal_name(i), ".b8", 128, 128, role});
+    } else {
+      abi.formals->push_back({spec.ptx_formal_name(i), std::string(codegen::ptx_param_type(p.type)), 0, 0, role});
+    }
+  }
+  const auto& req = abi.required_instructions;
+  if (!o.tensormaps.empty() && std::find(req.begin(), req.end(), "cp.async.bulk.tensor") == req.end())
+    abi.required_instructions.push_back("cp.async.bulk.tensor");
+  o.abi.push_back(std::move(abi));
+  return o;
+}
+
+std::string ptx_buffer_name(const codegen::KernelSpec& spec) {
+  return spec.entry_name() + ".ptx";
+}
 
 BuildArtifacts build_kernel(const codegen::KernelSpec& spec) {
   BuildArtifacts a;
@@ -13,8 +51,13 @@ BuildArtifacts build_kernel(const codegen::KernelSpec& spec) {
   a.ptx = std::move(ptx.ptx);
   a.nvrtc_log = std::move(ptx.log);
   a.nvrtc_millis = ptx.millis;
-  a.final_ptx = a.ptx;
-  codegen::CubinResult cubin = codegen::assemble_cubin(a.final_ptx, spec.target, spec.entry_name() + ".ptx");
+
+  ptx::PipelineResult passed = ptx::run_pipeline(a.ptx, ptx_buffer_name(spec), pass_options(spec));
+  a.stages = std::move(passed.stages);
+  a.final_ptx = std::move(passed.final_ptx);
+  a.passes_millis = passed.millis;
+
+  codegen::CubinResult cubin = codegen::assemble_cubin(a.final_ptx, spec.target, ptx_buffer_name(spec));
   a.cubin = std::move(cubin.cubin);
   a.link_log = std::move(cubin.info_log);
   a.resources = std::move(cubin.resources);

@@ -10,6 +10,7 @@
 #include "codegen/emit.hpp"
 #include "codegen/kernel_spec.hpp"
 #include "codegen/resource_report.hpp"
+#include "ptx_passes/pipeline.hpp"
 
 namespace moejit::runtime {
 
@@ -17,14 +18,29 @@ struct BuildArtifacts {
   codegen::KernelSpec spec;
   codegen::EmittedSource source;
   std::string nvrtc_log;
-  std::string ptx;        // as NVRTC emitted it
-  std::string final_ptx;  // after the PTX passes
+  std::string ptx;                     // as NVRTC emitted it
+  std::vector<ptx::PassStage> stages;  // the PTX after each pass, in pipeline order
+  std::string final_ptx;               // after the PTX passes: what nvJitLink assembled
   std::vector<char> cubin;
   std::string link_log;
   codegen::ResourceReport resources;
   double nvrtc_millis = 0, passes_millis = 0, link_millis = 0;
 };
 
+// What the PTX passes do for `spec`:
+// - version: cap `.version` at the newest PTX ISA the loaded nvJitLink reads
+//   (a no-op while NVRTC and nvJitLink come from one release);
+// - occupancy: `.minnctapersm min_blocks_per_sm -> target_blocks_per_sm` and
+//   `.maxnreg max_registers`, when set;
+// - tensormap-by-value: every tensormap formal, with its tensormap_uses;
+// - validate: the formals of the kernel ABI (tensormaps by value) and the
+//   required instructions, plus `cp.async.bulk.tensor` when it has tensormaps.
+ptx::PipelineOptions pass_options(const codegen::KernelSpec& spec);
+
+// The PTX name of the buffer the passes and nvJitLink see: "<entry>.ptx".
+std::string ptx_buffer_name(const codegen::KernelSpec& spec);
+
+// Throws codegen::CompileError (NVRTC, nvJitLink), ptx::ParseError or ptx::PassError.
 BuildArtifacts build_kernel(const codegen::KernelSpec& spec);
 
 }  // namespace moejit::runtime
