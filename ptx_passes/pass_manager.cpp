@@ -14,8 +14,7 @@ std::vector<std::string> PassManager::names() const {
   return out;
 }
 
-std::vector<PassStage> PassManager::run(Module& m) const {
-  std::vector<PassStage> stages;
+void PassManager::run(Module& m, std::vector<PassStage>& stages) const {
   for (const auto& pass : passes_) {
     const auto start = std::chrono::steady_clock::now();
     PassStage stage;
@@ -31,7 +30,6 @@ std::vector<PassStage> PassManager::run(Module& m) const {
     stage.millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     stages.push_back(std::move(stage));
   }
-  return stages;
 }
 
 }  // namespace moejit::ptx

@@ -26,8 +26,10 @@ class PassManager {
  public:
   void add(std::unique_ptr<Pass> pass);
   std::vector<std::string> names() const;
-  // Runs every pass in order. Throws PassError from the first that fails.
-  std::vector<PassStage> run(Module& m) const;
+  // Runs every pass in order, appending each finished stage to `stages`, so
+  // a caller that catches the PassError of a failing pass still has the
+  // stages before it.
+  void run(Module& m, std::vector<PassStage>& stages) const;
 
  private:
   std::vector<std::unique_ptr<Pass>> passes_;

@@ -24,6 +24,8 @@ struct PipelineOptions {
 };
 
 PassManager make_pipeline(const PipelineOptions& options);
+// The pass names, in order.
+std::vector<std::string> pipeline_pass_names();
 
 struct PipelineResult {
   std::vector<PassStage> stages;
@@ -34,5 +36,9 @@ struct PipelineResult {
 // Parses `ptx` (named `buffer_name` in diagnostics) and runs the pipeline.
 // Throws ParseError or PassError.
 PipelineResult run_pipeline(std::string_view ptx, std::string_view buffer_name, const PipelineOptions& options);
+// The same, appending each finished stage to `stages` as it completes (for
+// callers that show the stages before a failure).
+void run_pipeline(std::string_view ptx, std::string_view buffer_name, const PipelineOptions& options,
+                  std::vector<PassStage>& stages);
 
 }  // namespace moejit::ptx

@@ -1,6 +1,7 @@
 #include "runtime/kernel_builder.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "codegen/compiler_identity.hpp"
 #include "codegen/nvjitlink_linker.hpp"
@@ -8,10 +9,14 @@
 
 namespace moejit::runtime {
 
+ptx::VersionPolicy default_version_policy() {
+  const codegen::ToolchainVersion& tc = codegen::toolchain_version();
+  return {ptx::ptx_isa_for_cuda(tc.nvjitlink_major, tc.nvjitlink_minor), ""};
+}
+
 ptx::PipelineOptions pass_options(const codegen::KernelSpec& spec) {
   ptx::PipelineOptions o;
-  const codegen::ToolchainVersion& tc = codegen::toolchain_version();
-  o.version.cap = ptx::ptx_isa_for_cuda(tc.nvjitlink_major, tc.nvjitlink_minor);
+  o.version = default_version_policy();
 
   const std::string entry = spec.entry_name();
   if (spec.target_blocks_per_sm > 0 || spec.max_registers > 0)
@@ -43,7 +48,7 @@ std::string ptx_buffer_name(const codegen::KernelSpec& spec) {
   return spec.entry_name() + ".ptx";
 }
 
-BuildArtifacts build_kernel(const codegen::KernelSpec& spec) {
+BuildArtifacts compile_source(const codegen::KernelSpec& spec) {
   BuildArtifacts a;
   a.spec = spec;
   a.source = codegen::emit_source(spec);
@@ -51,17 +56,43 @@ BuildArtifacts build_kernel(const codegen::KernelSpec& spec) {
   a.ptx = std::move(ptx.ptx);
   a.nvrtc_log = std::move(ptx.log);
   a.nvrtc_millis = ptx.millis;
+  return a;
+}
 
-  ptx::PipelineResult passed = ptx::run_pipeline(a.ptx, ptx_buffer_name(spec), pass_options(spec));
-  a.stages = std::move(passed.stages);
-  a.final_ptx = std::move(passed.final_ptx);
-  a.passes_millis = passed.millis;
+void run_passes(BuildArtifacts& a, const std::string& buffer_name, const ptx::PipelineOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  a.stages.clear();
+  ptx::run_pipeline(a.ptx, buffer_name, options, a.stages);
+  a.final_ptx = a.stages.empty() ? a.ptx : a.stages.back().ptx;
+  a.passes_millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
-  codegen::CubinResult cubin = codegen::assemble_cubin(a.final_ptx, spec.target, ptx_buffer_name(spec));
+void link(BuildArtifacts& a, const std::string& buffer_name) {
+  codegen::CubinResult cubin = codegen::assemble_cubin(a.final_ptx, a.spec.target, buffer_name);
   a.cubin = std::move(cubin.cubin);
   a.link_log = std::move(cubin.info_log);
   a.resources = std::move(cubin.resources);
   a.link_millis = cubin.millis;
+}
+
+BuildArtifacts build_kernel(const codegen::KernelSpec& spec) {
+  return build_kernel(spec, pass_options(spec));
+}
+
+BuildArtifacts build_kernel(const codegen::KernelSpec& spec, const ptx::PipelineOptions& options) {
+  BuildArtifacts a = compile_source(spec);
+  run_passes(a, ptx_buffer_name(spec), options);
+  link(a, ptx_buffer_name(spec));
+  return a;
+}
+
+BuildArtifacts build_from_ptx(std::string ptx, const std::string& buffer_name, codegen::Target target,
+                              const ptx::PipelineOptions& options) {
+  BuildArtifacts a;
+  a.spec.target = target;
+  a.ptx = std::move(ptx);
+  run_passes(a, buffer_name, options);
+  link(a, buffer_name);
   return a;
 }
 

@@ -37,10 +37,31 @@ struct BuildArtifacts {
 //   required instructions, plus `cp.async.bulk.tensor` when it has tensormaps.
 ptx::PipelineOptions pass_options(const codegen::KernelSpec& spec);
 
+// The version policy every build uses: cap at the PTX ISA of the loaded
+// nvJitLink (nothing to do while NVRTC and nvJitLink are one release; it
+// matters when an older nvJitLink assembles a newer NVRTC's PTX).
+ptx::VersionPolicy default_version_policy();
+
 // The PTX name of the buffer the passes and nvJitLink see: "<entry>.ptx".
 std::string ptx_buffer_name(const codegen::KernelSpec& spec);
 
 // Throws codegen::CompileError (NVRTC, nvJitLink), ptx::ParseError or ptx::PassError.
 BuildArtifacts build_kernel(const codegen::KernelSpec& spec);
+// The same with the pass options given (`moejit inspect` overrides them).
+BuildArtifacts build_kernel(const codegen::KernelSpec& spec, const ptx::PipelineOptions& options);
+
+// The back half of the pipeline for PTX from anywhere (another frontend, a
+// file): the passes, then nvJitLink for `target`. `spec` and `source` stay empty.
+BuildArtifacts build_from_ptx(std::string ptx, const std::string& buffer_name, codegen::Target target,
+                              const ptx::PipelineOptions& options);
+
+// The stages of a build one at a time, for callers that show what they have
+// when a later stage fails (`moejit inspect`). build_kernel is
+// compile_source, run_passes, link.
+BuildArtifacts compile_source(const codegen::KernelSpec& spec);  // emit + NVRTC
+// a.ptx -> a.stages, a.final_ptx. A stage is in a.stages as soon as it is done.
+void run_passes(BuildArtifacts& a, const std::string& buffer_name, const ptx::PipelineOptions& options);
+// a.final_ptx -> a.cubin, a.link_log, a.resources, for a.spec.target.
+void link(BuildArtifacts& a, const std::string& buffer_name);
 
 }  // namespace moejit::runtime

@@ -36,6 +36,7 @@ Args::Args(const std::vector<OptionSpec>& options, int argc, char** argv, int fi
       throw UsageError(fmt::format("option '--{}' takes no value", name));
     }
     values_[name] = value.value_or("");
+    all_values_[name].push_back(value.value_or(""));
   }
 }
 
@@ -43,6 +44,11 @@ std::optional<std::string> Args::get(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  auto it = all_values_.find(name);
+  return it == all_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string Args::get_or(const std::string& name, const std::string& fallback) const {
@@ -63,7 +69,9 @@ long long Args::get_int(const std::string& name, long long fallback, long long l
 
 std::string format_options(const std::vector<OptionSpec>& options) {
   size_t width = 0;
-  auto head = [](const OptionSpec& o) { return "--" + o.name + (o.takes_value ? " " + o.value_name : ""); };
+  auto head = [](const OptionSpec& o) {
+    return "--" + o.name + (o.takes_value ? " " + o.value_name : "") + (o.repeatable ? " ..." : "");
+  };
   for (const OptionSpec& o : options) width = std::max(width, head(o).size());
   std::string out;
   for (const OptionSpec& o : options) out += fmt::format("  {:<{}}  {}\n", head(o), width, o.help);

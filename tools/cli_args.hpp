@@ -20,6 +20,7 @@ struct OptionSpec {
   bool takes_value = true;
   std::string help;
   std::string value_name = "VALUE";
+  bool repeatable = false;  // may be given several times (get_all); otherwise the last one counts
 };
 
 class Args {
@@ -29,6 +30,8 @@ class Args {
 
   bool has(const std::string& name) const { return values_.count(name) != 0; }
   std::optional<std::string> get(const std::string& name) const;
+  // Every value of a repeatable option, in command-line order.
+  std::vector<std::string> get_all(const std::string& name) const;
   std::string get_or(const std::string& name, const std::string& fallback) const;
   // Integer option within [lo, hi]; the error names the option, value and range.
   long long get_int(const std::string& name, long long fallback, long long lo, long long hi) const;
@@ -36,6 +39,7 @@ class Args {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positional_;
 };
 

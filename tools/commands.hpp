@@ -11,6 +11,7 @@ struct Command {
 };
 
 int cmd_doctor(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 
@@ -19,6 +20,7 @@ inline constexpr Command k_commands[] = {
     {"run", "the main job: compile the kernels for a built-in configuration and, with a GPU, run and check them",
      cmd_run},
     {"plan", "the geometry the planner picks for a model, batch sizes and device (Table 2 shape, or JSON)", cmd_plan},
+    {"inspect", "show a kernel's source, PTX, per-pass PTX diffs, final PTX and resources", cmd_inspect},
     {"doctor", "report the toolchain, the driver, the GPU and the cache directory", cmd_doctor},
 };
 

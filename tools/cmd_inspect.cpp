@@ -1,0 +1,179 @@
+// moejit inspect: show what the JIT pipeline does to one kernel: the emitted
+// source, the NVRTC PTX, a unified diff per PTX pass, the final PTX and the
+// nvJitLink resource report. Works on a built-in kernel (--kernel) or on a
+// PTX file from any frontend (--ptx), whose pass options come from the
+// command line. A kernel source (a model configuration, later) only needs to
+// produce a KernelSpec and call inspect_spec().
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/builtin_kernels.hpp"
+#include "runtime/kernel_builder.hpp"
+#include "tools/cli_args.hpp"
+#include "tools/commands.hpp"
+#include "tools/inspect_report.hpp"
+
+namespace moejit::tools {
+namespace {
+const std::vector<OptionSpec>& inspect_options() {
+  static const std::vector<OptionSpec> options = {
+      {"kernel", true, "a built-in kernel: " + codegen::builtin_kernel_names(), "NAME"},
+      {"ptx", true, "a PTX file (from any frontend) instead of a built-in kernel", "FILE"},
+      {"target", true, "the target: " + codegen::target_names() + " (required)", "T"},
+      {"stage", true, "what to print: source, ptx, passes (default), final, resources, all", "S"},
+      {"dump-dir", true, "also write every stage to files in DIR", "DIR"},
+      {"maxnreg", true, "occupancy: pin .maxnreg to N registers", "N"},
+      {"minnctapersm", true, "occupancy: rewrite .minnctapersm to N", "N"},
+      {"version-cap", true, "version: cap .version at X.Y (default: what the loaded nvJitLink reads)", "X.Y"},
+      {"version-toolchain", true, "version: apply the cap only to PTX from toolchain release R (e.g. 13.2)", "R"},
+      {"tensormap", true, "--ptx: make formal NAME a by-value TensorMap read by USES instructions (default 1)",
+       "NAME[:USES]", true},
+      {"require", true, "--ptx: validate that an instruction with this opcode prefix is present", "OPCODE", true},
+      {"entry", true, "--ptx: the entry the options apply to (default: the module's only entry)", "NAME"},
+      {"help", false, "this text"},
+  };
+  return options;
+}
+
+codegen::Target target_of(const Args& args) {
+  const auto text = args.get("target");
+  if (!text) throw UsageError("--target is required (one of " + codegen::target_names() + ")");
+  const auto target = codegen::parse_target(*text);
+  if (!target) throw UsageError(fmt::format("--target: '{}' is not one of {}", *text, codegen::target_names()));
+  return *target;
+}
+
+void apply_version_options(const Args& args, ptx::PipelineOptions& options) {
+  if (auto cap = args.get("version-cap")) {
+    options.version.cap = ptx::PtxVersion::parse(*cap);
+    if (!options.version.cap) throw UsageError(fmt::format("--version-cap: '{}' is not MAJOR.MINOR", *cap));
+  }
+  if (auto release = args.get("version-toolchain")) options.version.only_for_release = *release;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("--ptx: cannot read '{}'", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Pass options for a PTX file: only what the command line asks for, plus a
+// validate rule that the entry exists (and its required instructions).
+ptx::PipelineOptions file_options(const Args& args, codegen::Target target) {
+  ptx::PipelineOptions o;
+  o.version = runtime::default_version_policy();
+  const std::string entry = args.get_or("entry", "");
+  const int maxnreg = static_cast<int>(args.get_int("maxnreg", 0, 1, 255));
+  const int minctas = static_cast<int>(args.get_int("minnctapersm", 0, 1, 64));
+  if (maxnreg || minctas) o.occupancy.push_back({entry, 0, minctas, maxnreg});
+  for (const std::string& spec : args.get_all("tensormap")) {
+    const size_t colon = spec.rfind(':');
+    ptx::TensorMapFormal map{entry, spec.substr(0, colon), 1};
+    if (colon != std::string::npos) {
+      const std::string uses = spec.substr(colon + 1);
+      if (uses.empty() || uses.find_first_not_of("0123456789") != std::string::npos || uses.size() > 4)
+        throw UsageError(fmt::format("--tensormap: '{}' is not NAME[:USES]", spec));
+      map.uses = std::stoi(uses);
+    }
+    if (map.formal.empty()) throw UsageError(fmt::format("--tensormap: '{}' names no formal", spec));
+    o.tensormaps.push_back(std::move(map));
+  }
+  ptx::EntryAbi abi;
+  abi.entry = entry;
+  abi.target = std::string(target.name());
+  abi.required_instructions = args.get_all("require");
+  if (!o.tensormaps.empty()) abi.required_instructions.push_back("cp.async.bulk.tensor");
+  o.abi = {std::move(abi)};
+  apply_version_options(args, o);
+  return o;
+}
+
+InspectStage stage_of(const Args& args) {
+  const std::string text = args.get_or("stage", "passes");
+  const auto stage = parse_inspect_stage(text);
+  if (!stage)
+    throw UsageError(fmt::format("--stage: '{}' is not one of source, ptx, passes, final, resources, all", text));
+  return *stage;
+}
+
+// Runs the passes and nvJitLink on `built.ptx` and shows the result. When a
+// stage fails, what came before it is still printed (and dumped), then the
+// error propagates: that is when a user most needs to see the diffs.
+int passes_and_show(runtime::BuildArtifacts built, const InspectView& view, const ptx::PipelineOptions& options,
+                    const Args& args) {
+  const InspectStage stage = stage_of(args);
+  auto show = [&] {
+    print_inspect(built, view, stage);
+    if (auto dir = args.get("dump-dir")) {
+      const int files = write_inspect_dump(built, view, *dir);
+      fmt::print("\ndumped {} files to {}\n", files, *dir);
+    }
+    std::fflush(stdout);
+  };
+  try {
+    runtime::run_passes(built, view.buffer_name, options);
+    runtime::link(built, view.buffer_name);
+  } catch (const std::exception&) {
+    show();
+    throw;
+  }
+  show();
+  return 0;
+}
+
+// A KernelSpec's build, with the occupancy and version options of the command line.
+int inspect_spec(codegen::KernelSpec spec, const Args& args) {
+  stage_of(args);  // a usage error before minutes of work, not after
+  spec.max_registers = static_cast<int>(args.get_int("maxnreg", spec.max_registers, 1, 255));
+  spec.target_blocks_per_sm = static_cast<int>(args.get_int("minnctapersm", spec.target_blocks_per_sm, 1, 64));
+  ptx::PipelineOptions options = runtime::pass_options(spec);
+  apply_version_options(args, options);
+  return passes_and_show(runtime::compile_source(spec), InspectView{spec.summary(), runtime::ptx_buffer_name(spec)},
+                         options, args);
+}
+}  // namespace
+
+int cmd_inspect(int argc, char** argv) {
+  const Args args(inspect_options(), argc, argv, 2);
+  if (args.has("help")) {
+    fmt::print(
+        "usage: moejit inspect --kernel NAME --target T [options]\n"
+        "       moejit inspect --ptx FILE --target T [options]\n\n"
+        "Builds one kernel through the JIT pipeline and shows each stage: the emitted\n"
+        "source, the NVRTC PTX, a unified diff per PTX pass (version, occupancy,\n"
+        "tensormap-by-value, validate), the final PTX and the nvJitLink resource report.\n"
+        "A built-in kernel brings its own pass options; for a PTX file they come from\n"
+        "the options below. A pass whose rewrite does not match exactly as stated fails\n"
+        "with its name, the expected and found counts and file:line:col.\n\noptions:\n{}",
+        format_options(inspect_options()));
+    return 0;
+  }
+  if (args.has("kernel") == args.has("ptx")) throw UsageError("give exactly one of --kernel NAME or --ptx FILE");
+  const codegen::Target target = target_of(args);
+  if (auto name = args.get("kernel")) {
+    for (const char* only_ptx : {"tensormap", "require", "entry"})
+      if (args.has(only_ptx))
+        throw UsageError(fmt::format("--{} is for --ptx: a built-in kernel declares its own", only_ptx));
+    const codegen::BuiltinKernel* kernel = codegen::find_builtin_kernel(*name);
+    if (!kernel)
+      throw UsageError(fmt::format("--kernel: '{}' is not one of {}", *name, codegen::builtin_kernel_names()));
+    if (!kernel->supports(target))
+      throw UsageError(fmt::format("--kernel: '{}' does not compile for {}", *name, target.name()));
+    return inspect_spec(kernel->spec(target), args);
+  }
+  const std::string path = *args.get("ptx");
+  const ptx::PipelineOptions options = file_options(args, target);
+  runtime::BuildArtifacts built;
+  built.spec.target = target;
+  built.ptx = read_file(path);
+  const InspectView view{fmt::format("{} @ {}", path, target.name()), std::filesystem::path(path).filename().string(),
+                         "ptx.input.ptx"};
+  return passes_and_show(std::move(built), view, options, args);
+}
+
+}  // namespace moejit::tools

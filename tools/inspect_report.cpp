@@ -1,0 +1,121 @@
+#include "tools/inspect_report.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "ptx_passes/pipeline.hpp"
+#include "ptx_passes/pipeline_version.hpp"
+#include "ptx_passes/unified_diff.hpp"
+
+namespace moejit::tools {
+namespace {
+void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+}
+
+const std::string& ptx_before(const runtime::BuildArtifacts& built, size_t stage) {
+  return stage == 0 ? built.ptx : built.stages[stage - 1].ptx;
+}
+
+std::string pass_diff(const runtime::BuildArtifacts& built, const InspectView& view, size_t i) {
+  const std::string& pass = built.stages[i].pass;
+  return ptx::unified_diff(ptx_before(built, i), built.stages[i].ptx,
+                           fmt::format("{} (before {})", view.buffer_name, pass),
+                           fmt::format("{} (after {})", view.buffer_name, pass));
+}
+}  // namespace
+
+std::optional<InspectStage> parse_inspect_stage(std::string_view text) {
+  if (text == "source") return InspectStage::source;
+  if (text == "ptx") return InspectStage::ptx;
+  if (text == "passes") return InspectStage::passes;
+  if (text == "final") return InspectStage::final_ptx;
+  if (text == "resources") return InspectStage::resources;
+  if (text == "all") return InspectStage::all;
+  return std::nullopt;
+}
+
+std::string format_passes(const runtime::BuildArtifacts& built, const InspectView& view) {
+  const std::vector<std::string> passes = ptx::pipeline_pass_names();
+  std::string names;
+  for (const std::string& p : passes) names += (names.empty() ? "" : ", ") + p;
+  std::string out =
+      fmt::format("pass pipeline v{}: {} ({:.2f} ms)\n", ptx::k_pass_pipeline_version, names, built.passes_millis);
+  const size_t n = passes.size();
+  for (size_t i = 0; i < built.stages.size(); ++i) {
+    const ptx::PassStage& s = built.stages[i];
+    if (s.skipped) {
+      out += fmt::format("\n== pass {}/{} {}: skipped: {}\n", i + 1, n, s.pass, s.skip_reason);
+      continue;
+    }
+    const std::string diff = pass_diff(built, view, i);
+    out += fmt::format("\n== pass {}/{} {}: {}\n", i + 1, n, s.pass, diff.empty() ? "module unchanged" : "changed");
+    for (const std::string& line : s.summary) out += "   " + line + "\n";
+    out += diff;
+  }
+  // A build that stopped in a pass has fewer stages than passes.
+  for (size_t i = built.stages.size(); i < n; ++i)
+    out += fmt::format("\n== pass {}/{} {}: {}\n", i + 1, n, passes[i],
+                       i == built.stages.size() ? "FAILED (the error follows)" : "not run");
+  return out;
+}
+
+std::string format_resources(const runtime::BuildArtifacts& built) {
+  if (built.cubin.empty()) return "resources: none (nothing was assembled)\n";
+  std::string out = fmt::format("resources (nvJitLink -arch={}, {:.1f} ms, cubin {} bytes)\n", built.spec.target.name(),
+                                built.link_millis, built.cubin.size());
+  if (built.resources.kernels.empty()) out += "   nvJitLink reported no kernels; its log:\n" + built.link_log + "\n";
+  for (const codegen::KernelResources& k : built.resources.kernels)
+    out += fmt::format(
+        "   {}: {} registers, {} barriers, {} B stack, {} B spill stores, {} B spill loads, {} B smem, {} B lmem\n",
+        k.name, k.registers, k.barriers, k.stack_frame_bytes, k.spill_store_bytes, k.spill_load_bytes, k.shared_bytes,
+        k.local_bytes);
+  return out;
+}
+
+void print_inspect(const runtime::BuildArtifacts& built, const InspectView& view, InspectStage stage) {
+  const bool all = stage == InspectStage::all;
+  fmt::print("inspect {}\n", view.title);
+  if ((all || stage == InspectStage::source) && !built.source.text.empty()) {
+    std::string headers;
+    for (const auto& [name, text] : built.source.headers) headers += (headers.empty() ? "" : ", ") + name;
+    fmt::print("\n== source {} (includes {})\n{}", built.source.name, headers, built.source.text);
+  }
+  if (all || stage == InspectStage::ptx)
+    fmt::print("\n== ptx {} (input to the passes)\n{}", view.buffer_name, built.ptx);
+  if (all || stage == InspectStage::passes) fmt::print("\n{}", format_passes(built, view));
+  if ((all || stage == InspectStage::final_ptx) && !built.cubin.empty())
+    fmt::print("\n== final ptx (assembled)\n{}", built.final_ptx);
+  if (all || stage == InspectStage::resources || stage == InspectStage::passes)
+    fmt::print("\n{}", format_resources(built));
+}
+
+int write_inspect_dump(const runtime::BuildArtifacts& built, const InspectView& view,
+                       const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  int files = 0;
+  auto put = [&](const std::string& name, std::string_view bytes) {
+    write_file(dir / name, bytes);
+    ++files;
+  };
+  if (!built.source.text.empty()) put("source.cu", built.source.text);
+  put(view.input_ptx_file, built.ptx);
+  for (size_t i = 0; i < built.stages.size(); ++i) {
+    const std::string stem = fmt::format("{:02}-{}", i + 1, built.stages[i].pass);
+    put(stem + ".ptx", built.stages[i].ptx);
+    put(stem + ".diff", pass_diff(built, view, i));
+  }
+  if (built.cubin.empty()) return files;  // the build stopped before nvJitLink finished
+  put("final.ptx", built.final_ptx);
+  nlohmann::json resources = built.resources;
+  put("resources.json", resources.dump(2) + "\n");
+  put("kernel.cubin", std::string_view(built.cubin.data(), built.cubin.size()));
+  return files;
+}
+
+}  // namespace moejit::tools
