@@ -4,25 +4,25 @@
 // emits reads back byte for byte. Input it cannot read is a ParseError with
 // file:line:col, never undefined behaviour: the mutation test feeds it
 // thousands of corrupted modules.
-#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <set>
 
 #include "ptx_passes/ptx_module.hpp"
+#include "ptx_passes/ptx_scanner.hpp"
 
 namespace moejit::ptx {
 
-class Parser {
+class Parser : private Scanner {
  public:
-  Parser(Module& m, const char* begin, const char* end) : m_(m), p_(begin), end_(end) {}
+  Parser(Module& m, const char* begin, const char* end) : Scanner(m, end), m_(m), p_(begin) {}
 
   void run() {
     for (;;) {
       const char* start = p_;
       p_ = skip_trivia(p_);
       const llvm::StringRef leading = span(start, p_);
-      if (p_ == end_) {
+      if (p_ == end()) {
         m_.trailing_ = leading;
         return;
       }
@@ -51,136 +51,6 @@ class Parser {
  private:
   Module& m_;
   const char* p_;
-  const char* end_;
-
-  static llvm::SMLoc loc(const char* p) { return llvm::SMLoc::getFromPointer(p); }
-  static llvm::StringRef span(const char* a, const char* b) { return {a, static_cast<size_t>(b - a)}; }
-  static bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-  static bool ident_start(char c) { return llvm::isAlpha(c) || c == '_' || c == '$' || c == '%'; }
-  static bool ident_char(char c) { return llvm::isAlnum(c) || c == '_' || c == '$'; }
-  static bool word_char(char c) { return ident_char(c) || c == '.' || c == '%' || c == ':'; }
-
-  [[noreturn]] void fail(const char* at, const std::string& message) const {
-    throw ParseError(m_.diagnostic(loc(at), llvm::SourceMgr::DK_Error, message));
-  }
-
-  bool at(const char* p, llvm::StringRef s) const {
-    return static_cast<size_t>(end_ - p) >= s.size() && llvm::StringRef(p, s.size()) == s;
-  }
-
-  // Past whitespace and comments. An unterminated block comment is an error.
-  const char* skip_trivia(const char* p) const {
-    for (;;) {
-      while (p < end_ && space(*p)) ++p;
-      if (at(p, "//")) {
-        while (p < end_ && *p != '\n') ++p;
-      } else if (at(p, "/*")) {
-        const char* open = p;
-        p += 2;
-        while (p < end_ && !at(p, "*/")) ++p;
-        if (p == end_) fail(open, "unterminated comment");
-        p += 2;
-      } else {
-        return p;
-      }
-    }
-  }
-
-  const char* skip_blanks(const char* p) const {
-    while (p < end_ && (*p == ' ' || *p == '\t')) ++p;
-    return p;
-  }
-
-  // Past a string literal that starts at p (on `"`). It may not span lines.
-  const char* skip_string(const char* p) const {
-    const char* open = p++;
-    while (p < end_ && *p != '"' && *p != '\n') p += (*p == '\\' && p + 1 < end_) ? 2 : 1;
-    if (p >= end_ || *p != '"') fail(open, "unterminated string");
-    return p + 1;
-  }
-
-  llvm::StringRef word(const char* p) const {
-    const char* e = p;
-    while (e < end_ && word_char(*e)) ++e;
-    return span(p, e);
-  }
-
-  llvm::StringRef identifier(const char* p) const {
-    if (p == end_ || !ident_start(*p)) return {};
-    const char* e = p + 1;
-    while (e < end_ && ident_char(*e)) ++e;
-    return span(p, e);
-  }
-
-  // The end of a directive that ends with its line (.version, .file, .loc):
-  // before a trailing comment and trailing blanks.
-  const char* line_end(const char* p) const {
-    const char* e = p;
-    while (e < end_ && *e != '\n' && !at(e, "//") && !at(e, "/*")) e = *e == '"' ? skip_string(e) : e + 1;
-    while (e > p && space(e[-1])) --e;
-    return e;
-  }
-
-  // The end of a `;`-terminated statement, or of a brace-delimited block
-  // (a .func body, a .section, an initializer) and an optional `;` after it.
-  const char* declaration_end(const char* start) const {
-    int depth = 0;
-    for (const char* p = start;;) {
-      if (p == end_) fail(start, "unterminated declaration: missing ';' or '}'");
-      if (*p == '"') {
-        p = skip_string(p);
-        continue;
-      }
-      if (at(p, "//") || at(p, "/*")) {
-        p = skip_trivia(p);
-        continue;
-      }
-      if (*p == '{') ++depth;
-      if (*p == '}') {
-        if (depth == 0) fail(p, "unexpected '}'");
-        if (--depth == 0) {
-          const char* q = skip_trivia(p + 1);
-          return q < end_ && *q == ';' ? q + 1 : p + 1;
-        }
-      }
-      if (*p == ';' && depth == 0) return p + 1;
-      ++p;
-    }
-  }
-
-  // The end of an instruction or body declaration: its `;`. Braces inside
-  // (vector operands, initializers) must balance before it.
-  const char* statement_end(const char* start) const {
-    int depth = 0;
-    for (const char* p = start;;) {
-      if (p == end_) fail(start, "unterminated statement: missing ';'");
-      if (*p == '"') {
-        p = skip_string(p);
-        continue;
-      }
-      if (at(p, "//") || at(p, "/*")) {
-        p = skip_trivia(p);
-        continue;
-      }
-      if (*p == '{') ++depth;
-      if (*p == '}' && --depth < 0) fail(p, "unexpected '}' inside a statement (a missing ';'?)");
-      if (*p == ';') {
-        if (depth != 0) fail(start, "unbalanced '{' in statement");
-        return p + 1;
-      }
-      ++p;
-    }
-  }
-
-  std::int64_t number(const char*& p) const {
-    const char* s = p;
-    while (p < end_ && llvm::isDigit(*p)) ++p;
-    if (p == s) fail(s, "expected a number");
-    if (p - s > 18) fail(s, "number out of range");
-    std::int64_t v = 0;
-    for (const char* d = s; d < p; ++d) v = v * 10 + (*d - '0');
-    return v;
-  }
 
   llvm::StringRef header_directive(llvm::StringRef w) {
     const char* e = line_end(p_);
@@ -229,7 +99,7 @@ class Parser {
     if (name.empty()) fail(p, "expected the entry name after '.entry'");
     e.name = name.str();
     const char* q = skip_trivia(name.end());
-    if (q < end_ && *q == '(') {
+    if (q < end() && *q == '(') {
       e.head = span(start, q + 1);
       p_ = q + 1;
       params(e);
@@ -245,7 +115,7 @@ class Parser {
   void params(Entry& e) {
     const char* sep = p_;
     const char* q = skip_trivia(p_);
-    if (q < end_ && *q == ')') {
+    if (q < end() && *q == ')') {
       e.params_close = span(sep, q + 1);
       p_ = q + 1;
       return;
@@ -256,12 +126,12 @@ class Parser {
       sep = prm.text.end();
       e.params.push_back(std::move(prm));
       q = skip_trivia(sep);
-      if (q < end_ && *q == ')') {
+      if (q < end() && *q == ')') {
         e.params_close = span(sep, q + 1);
         p_ = q + 1;
         return;
       }
-      if (q == end_ || *q != ',') fail(q, "expected ',' or ')' after formal '" + e.params.back().name + "'");
+      if (q == end() || *q != ',') fail(q, "expected ',' or ')' after formal '" + e.params.back().name + "'");
       q = skip_trivia(q + 1);
     }
   }
@@ -306,10 +176,10 @@ class Parser {
     if (name.empty()) fail(p, "expected the formal's name");
     prm.name = name.str();
     p = name.end();
-    if (p < end_ && *p == '[') {
+    if (p < end() && *p == '[') {
       ++p;
       prm.array_size = static_cast<std::uint64_t>(number(p));
-      if (p == end_ || *p != ']') fail(p, "expected ']'");
+      if (p == end() || *p != ']') fail(p, "expected ']'");
       ++p;
     }
     prm.text = span(start, p);
@@ -323,7 +193,7 @@ class Parser {
     for (;;) {
       const char* start = p_;
       const char* q = skip_trivia(p_);
-      if (q == end_) fail(loc_ptr(e), "entry '" + e.name + "' has no body");
+      if (q == end()) fail(loc_ptr(e), "entry '" + e.name + "' has no body");
       if (*q == '{') {
         e.body_open = span(start, q + 1);
         p_ = q + 1;
@@ -338,7 +208,7 @@ class Parser {
       if (with_values.count(w)) {
         p = skip_blanks(p);
         d.values.push_back(number(p));
-        for (const char* c = skip_blanks(p); c < end_ && *c == ',';) {
+        for (const char* c = skip_blanks(p); c < end() && *c == ',';) {
           p = skip_blanks(c + 1);
           d.values.push_back(number(p));
           c = skip_blanks(p);
@@ -362,7 +232,7 @@ class Parser {
     for (;;) {
       const char* start = p_;
       const char* q = skip_trivia(p_);
-      if (q == end_) fail(loc_ptr(e), "entry '" + e.name + "': missing '}' at the end of its body");
+      if (q == end()) fail(loc_ptr(e), "entry '" + e.name + "': missing '}' at the end of its body");
       Statement s;
       s.leading = span(start, q);
       s.loc = loc(q);
@@ -385,7 +255,7 @@ class Parser {
         const llvm::StringRef w = word(q);
         p = (w == ".loc" || w == ".file") ? line_end(q) : statement_end(q);
       } else if (const llvm::StringRef id = identifier(q);
-                 !id.empty() && id.end() < end_ && *id.end() == ':' && !at(id.end(), "::")) {
+                 !id.empty() && id.end() < end() && *id.end() == ':' && !at(id.end(), "::")) {
         s.kind = StatementKind::label;
         p = id.end() + 1;
       } else {
