@@ -65,7 +65,7 @@ bool reads_register(const Statement& s, llvm::StringRef reg) {
     if (!destination && count_token(ops[i], reg) > 0) return true;
   }
   // The guard predicate (`@%p1 bra ...`) is read too.
-  return s.text.starts_with("@") && count_token(s.text.take_front(s.text.find_first_of(" \t")), reg) > 0;
+  return s.text.starts_with("@") && count_token(s.text.take_front(s.text.find_first_of(" \t\r\n")), reg) > 0;
 }
 
 }  // namespace moejit::ptx

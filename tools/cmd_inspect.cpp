@@ -128,7 +128,7 @@ int passes_and_show(runtime::BuildArtifacts built, const InspectView& view, cons
 
 // A KernelSpec's build, with the occupancy and version options of the command line.
 int inspect_spec(codegen::KernelSpec spec, const Args& args) {
-  stage_of(args);  // a usage error before minutes of work, not after
+  stage_of(args);  // a usage error before the compile, not after it
   spec.max_registers = static_cast<int>(args.get_int("maxnreg", spec.max_registers, 1, 255));
   spec.target_blocks_per_sm = static_cast<int>(args.get_int("minnctapersm", spec.target_blocks_per_sm, 1, 64));
   ptx::PipelineOptions options = runtime::pass_options(spec);
