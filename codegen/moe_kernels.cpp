@@ -78,9 +78,11 @@ KernelSpec moe_compute_spec(const MoeKernelShape& shape, Target target) {
                  {"kTileN", shape.tile_n},
                  {"kStages", shape.stages}};
   s.min_blocks_per_sm = shape.min_blocks_per_sm;
+  s.max_registers = shape.max_registers;  // the occupancy pass pins it as .maxnreg
   s.params = with_workspace({
-      {"w1_map", ParamType::tensormap, "const void*"},
-      {"w2_map", ParamType::tensormap, "const void*"},
+      // Each map is read twice: its prefetch, and the select of the map for a work item (gemm1 or gemm2).
+      {"w1_map", ParamType::tensormap, "const void*", 2},
+      {"w2_map", ParamType::tensormap, "const void*", 2},
       {"w1_scales", ParamType::ptr, "const moejit::u32*"},
       {"w2_scales", ParamType::ptr, "const moejit::u32*"},
       {"topk_weights", ParamType::ptr, "const float*"},

@@ -114,9 +114,6 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevi
 
   w1_map_ = encode_weight_tile_map(w1_.ptr(), std::uint64_t(E) * (H / 128) * 2 * I);
   w2_map_ = encode_weight_tile_map(w2_.ptr(), std::uint64_t(E) * (I / 128) * H);
-  maps_ = DeviceBuffer(2 * sizeof(TensorMapBlob));
-  const TensorMapBlob maps[2] = {w1_map_, w2_map_};
-  maps_.upload(maps, sizeof(maps));
 }
 
 MoeLayer::~MoeLayer() = default;
@@ -253,7 +250,8 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
   if (events) MOEJIT_CU(cuEventRecord, events->start, stream);
   k.dispatch->launch({dispatch_grid, codegen::k_dispatch_threads, 0}, stream, dispatch_args.data());
 
-  CUdeviceptr w1_map = maps_.ptr(), w2_map = maps_.ptr() + sizeof(TensorMapBlob);
+  // The maps go by value: tensormap-by-value made them 128-byte formals of the compute cubin.
+  TensorMapBlob w1_map = w1_map_, w2_map = w2_map_;
   CUdeviceptr s1 = s1_.ptr(), s2 = s2_.ptr();
   float clamp = problem_.clamp;
   auto compute_args = with_ws({&w1_map, &w2_map, &s1, &s2, &tw, &clamp});

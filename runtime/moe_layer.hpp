@@ -126,8 +126,7 @@ class MoeLayer {
   MoeWorkspaceLayout layout_;
   DeviceBuffer workspace_;
   DeviceBuffer w1_, s1_, w2_, s2_;  // packed
-  DeviceBuffer maps_;               // the two TensorMaps, for the pointer ABI
-  TensorMapBlob w1_map_, w2_map_;
+  TensorMapBlob w1_map_, w2_map_;   // passed by value to the compute role
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<RoleKernels>> kernels_;  // by compute spec summary
   std::vector<const RoleKernels*> by_tokens_;                    // [B] -> kernels, filled on first use

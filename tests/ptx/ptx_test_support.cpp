@@ -15,22 +15,49 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
+#include "codegen/device_profile.hpp"
 #include "codegen/emit.hpp"
+#include "codegen/moe_config.hpp"
+#include "codegen/moe_kernels.hpp"
 #include "codegen/nvrtc_compiler.hpp"
+#include "runtime/moe_layer.hpp"
 
 namespace moejit::test {
 
-const std::string& nvrtc_ptx(std::string_view kernel, codegen::Target target) {
-  static std::map<std::pair<std::string, std::string>, std::string> cache;
+const std::string& nvrtc_ptx(const codegen::KernelSpec& spec) {
+  static std::map<std::string, std::string> cache;
   static std::mutex lock;
   std::lock_guard guard(lock);
-  const auto key = std::make_pair(std::string(kernel), std::string(target.name()));
+  const std::string key = nlohmann::json(spec).dump();
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
+  const codegen::PtxResult ptx = codegen::compile_to_ptx(codegen::emit_source(spec), spec.target);
+  return cache.emplace(key, ptx.ptx).first->second;
+}
+
+const std::string& nvrtc_ptx(std::string_view kernel, codegen::Target target) {
   const codegen::BuiltinKernel* k = codegen::find_builtin_kernel(kernel);
   if (!k) throw std::invalid_argument("no built-in kernel " + std::string(kernel));
-  const codegen::PtxResult ptx = codegen::compile_to_ptx(codegen::emit_source(k->spec(target)), target);
-  return cache.emplace(key, ptx.ptx).first->second;
+  return nvrtc_ptx(k->spec(target));
+}
+
+std::vector<codegen::KernelSpec> moe_specs(codegen::Target target) {
+  const codegen::MoeConfig config = codegen::builtin_model("glm5.2");
+  const codegen::MoeKernelShape shape =
+      runtime::plan_kernel_shape(config, runtime::MoeLayerOptions{}, 8, codegen::builtin_profile("h200"));
+  const int E = config.local_experts(), H = config.hidden, I = config.intermediate;
+  return {codegen::moe_dispatch_spec(shape, target), codegen::moe_compute_spec(shape, target),
+          codegen::moe_finalize_spec(shape, target), codegen::moe_weight_transform_spec(E, 2 * I, H, true, target)};
+}
+
+std::vector<codegen::KernelSpec> all_kernel_specs() {
+  std::vector<codegen::KernelSpec> out;
+  for (const auto& [kernel, target] : kernels_on_targets()) out.push_back(kernel->spec(target));
+  for (codegen::Target target : codegen::all_targets())
+    for (codegen::KernelSpec& s : moe_specs(target)) out.push_back(std::move(s));
+  return out;
 }
 
 std::vector<KernelOnTarget> kernels_on_targets() {

@@ -19,10 +19,10 @@ ptx::PipelineOptions version_only(std::optional<PtxVersion> cap, std::string rel
 }  // namespace
 
 TEST_CASE("version: under a cap it lowers .version on every kernel and target, and the result assembles") {
-  for (const auto& [kernel, target] : test::kernels_on_targets()) {
-    CAPTURE(kernel->name);
-    CAPTURE(target.name());
-    const std::string& in = test::nvrtc_ptx(kernel->name, target);
+  for (const codegen::KernelSpec& spec : test::all_kernel_specs()) {
+    CAPTURE(spec.summary());
+    const codegen::Target target = spec.target;
+    const std::string& in = test::nvrtc_ptx(spec);
     // 8.7 is the first PTX ISA with sm_120a and the block-scaled MMA: every kernel is legal under it.
     const ptx::PipelineResult r = ptx::run_pipeline(in, "k.ptx", version_only(PtxVersion{8, 7}));
     REQUIRE(!r.stages[0].skipped);

@@ -114,3 +114,17 @@ TEST_CASE("the KernelSpec fields the passes read round-trip through JSON") {
   other.params[1].tensormap_uses = 1;
   CHECK(other != spec);
 }
+
+TEST_CASE("the planner's register cap reaches the MoE compute role as .maxnreg") {
+  const codegen::KernelSpec spec = test::moe_specs(test::sm90())[1];
+  REQUIRE(spec.kernel == "moe_compute");
+  REQUIRE(spec.max_registers > 0);  // eq. (4): the cap for the planned co-residency
+  const ptx::PipelineResult r =
+      ptx::run_pipeline(test::nvrtc_ptx(spec), "moe_compute.ptx", runtime::pass_options(spec));
+  const std::string cap = ".maxnreg " + std::to_string(spec.max_registers);
+  CHECK(r.stages[1].summary.back().find(cap + " inserted") != std::string::npos);
+  const test::FileCheckResult fc =
+      test::filecheck(r.final_ptx, "CHECK: {{^}}.minnctapersm " + std::to_string(spec.min_blocks_per_sm) +
+                                       "{{$}}\nCHECK-NEXT: {{^}}" + cap + "{{$}}\nCHECK-NEXT: {{^}}{{{$}}\n");
+  CHECK_MESSAGE(fc.ok, fc.diagnostics);
+}
