@@ -1,0 +1,151 @@
+// moejit precompile: fill the kernel cache offline, with no GPU, so a serving
+// fleet starts warm. Compiles each distinct kernel once, in parallel.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "runtime/kernel_cache.hpp"
+#include "tools/cache_format.hpp"
+#include "tools/cli_args.hpp"
+#include "tools/commands.hpp"
+#include "tools/precompile.hpp"
+
+namespace moejit::tools {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+PrecompileRequest parse_request(const Args& args) {
+  PrecompileRequest r;
+  r.model = args.get("model");
+  r.config_file = args.get("config");
+  if (r.model && r.config_file) throw UsageError("--model and --config are alternatives; give one");
+  if (r.model && std::find(known_models().begin(), known_models().end(), *r.model) == known_models().end())
+    throw UsageError(fmt::format("--model: '{}' is not one of {}", *r.model, fmt::join(known_models(), ", ")));
+  if (r.config_file) {
+    std::ifstream in(*r.config_file);
+    if (!in) throw UsageError(fmt::format("--config: cannot read '{}'", *r.config_file));
+    if (nlohmann::json::parse(in, nullptr, false).is_discarded())
+      throw UsageError(fmt::format("--config: '{}' is not valid JSON", *r.config_file));
+  }
+  r.ranks = static_cast<int>(args.get_int("ranks", 1, 1, 32));
+  r.batches = parse_batches(args.get_or("batches", "1-256"));
+  if (!args.has("targets")) throw UsageError("--targets is required (e.g. --targets sm_90a,sm_120a)");
+  r.targets = parse_targets(*args.get("targets"));
+  return r;
+}
+
+// Progress on stderr: one line when a kernel starts, one when it is done.
+class Progress {
+ public:
+  explicit Progress(size_t total) : total_(total), start_(Clock::now()) {}
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  void started(const codegen::KernelSpec& spec) {
+    std::lock_guard lock(mu_);
+    fmt::print(stderr, "[{}/{}] current: {}\n", done_, total_, spec.summary());
+  }
+  void finished(const codegen::KernelSpec& spec, std::string_view outcome, double seconds) {
+    std::lock_guard lock(mu_);
+    ++done_;
+    const double e = elapsed();
+    const double eta = done_ ? e / double(done_) * double(total_ - done_) : 0.0;
+    fmt::print(stderr, "[{}/{}] {} {} in {} | elapsed {}, ETA {}\n", done_, total_, outcome, spec.summary(),
+               format_seconds(seconds), format_seconds(e), format_seconds(eta));
+  }
+
+ private:
+  std::mutex mu_;
+  size_t total_, done_ = 0;
+  Clock::time_point start_;
+};
+}  // namespace
+
+int cmd_precompile(int argc, char** argv) {
+  const std::vector<OptionSpec> options = {
+      {"targets", true, "comma-separated targets to compile for, e.g. sm_90a,sm_120a (required)", "T,T"},
+      {"model", true, "a built-in configuration: glm5.2 or dsv4.1-flash", "M"},
+      {"config", true, "a configuration file (JSON), instead of --model", "FILE"},
+      {"ranks", true, "expert-parallel ranks, 1..32 (default 1)", "R"},
+      {"batches", true, "tokens per rank: a range and/or list, e.g. 1-256 or 1,2,4,8 (default 1-256)", "B"},
+      {"jobs", true, "parallel compiles (default: the number of cores)", "N"},
+      {"help", false, "this text"},
+  };
+  Args args(options, argc, argv, 2);
+  if (args.has("help")) {
+    fmt::print(
+        "usage: moejit precompile --targets T[,T] [--model M | --config FILE] [--ranks R] [--batches B] [--jobs N]\n\n"
+        "Enumerates exactly the distinct kernels the configuration can need over the batch range\n"
+        "(batch sizes that share a kernel count once), compiles the ones missing from the kernel\n"
+        "cache in parallel, and prints a summary. Needs no GPU. MOEJIT_NO_JIT is ignored here:\n"
+        "compiling is what this command is for.\n\noptions:\n{}",
+        format_options(options));
+    return 0;
+  }
+  if (!args.positional().empty())
+    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", args.positional().front()));
+  const PrecompileRequest request = parse_request(args);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto jobs = static_cast<unsigned>(args.get_int("jobs", cores, 1, 1024));
+
+  const std::vector<codegen::KernelSpec> specs = kernels_to_precompile(request);
+  std::string targets;
+  for (codegen::Target t : request.targets) targets += fmt::format("{}{}", targets.empty() ? "" : ",", t.name());
+  const std::string what = request.model         ? fmt::format("model {}", *request.model)
+                           : request.config_file ? fmt::format("config {}", *request.config_file)
+                                                 : std::string("every kernel codegen emits");
+  fmt::print(stderr, "precompile: {} distinct kernels for {} ({}, ranks {}, {} batch sizes), {} jobs\n", specs.size(),
+             targets, what, request.ranks, request.batches.size(), std::min<size_t>(jobs, specs.size()));
+
+  cache::Config config = cache::Config::from_env();
+  config.no_jit = false;
+  runtime::KernelCache kc(config);
+  Progress progress(specs.size());
+  std::atomic<size_t> next{0};
+  std::atomic<int> compiled{0}, cached{0}, failed{0};
+  std::mutex errors_mu;
+  std::vector<std::string> errors;
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < specs.size();) {
+      const codegen::KernelSpec& spec = specs[i];
+      progress.started(spec);
+      const auto t0 = Clock::now();
+      try {
+        cache::Source source;
+        kc.get_or_build(spec, &source);
+        const bool built = source == cache::Source::compiled;
+        ++(built ? compiled : cached);
+        progress.finished(spec, built ? "compiled" : "cached  ",
+                          std::chrono::duration<double>(Clock::now() - t0).count());
+      } catch (const std::exception& e) {
+        ++failed;
+        progress.finished(spec, "FAILED  ", std::chrono::duration<double>(Clock::now() - t0).count());
+        std::lock_guard lock(errors_mu);
+        errors.push_back(fmt::format("{}: {}", spec.summary(), e.what()));
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned j = 0; j < std::min<size_t>(jobs, specs.size()); ++j) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+
+  const cache::CounterSnapshot c = kc.counters();
+  fmt::print("distinct kernels  {}\n", specs.size());
+  fmt::print("compiled          {}\n", compiled.load());
+  fmt::print("already cached    {}\n", cached.load());
+  if (failed) fmt::print("failed            {}\n", failed.load());
+  fmt::print("time              {} (compile time {} over {} jobs)\n", format_seconds(progress.elapsed()),
+             format_seconds(c.compile_millis / 1000.0), std::min<size_t>(jobs, specs.size()));
+  fmt::print("cache             {}{}\n", kc.store().disk().dir(),
+             kc.store().disk_writable() ? "" : " (not writable: kernels were kept in memory only)");
+  fmt::print("counters          {}\n", format_counters_line(c));
+  for (const std::string& e : errors) fmt::print(stderr, "moejit precompile: error: {}\n", e);
+  return failed ? 1 : 0;
+}
+
+}  // namespace moejit::tools
