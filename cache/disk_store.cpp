@@ -53,8 +53,10 @@ Loaded DiskStore::load(std::string_view key) const {
   std::string meta_text;
   int err = 0;
   if (!fs::read_file(meta_path, meta_text, &err)) {
-    // A folder without a readable meta.json is damage; no folder is a miss.
-    out.status = (err == ENOENT && !stdfs::exists(path)) ? LoadStatus::absent : LoadStatus::corrupt;
+    // A folder without a readable meta.json is damage; no folder is a miss
+    // (also when a path component is not a directory: ENOTDIR).
+    std::error_code ec;
+    out.status = stdfs::is_directory(path, ec) ? LoadStatus::corrupt : LoadStatus::absent;
     out.problem = "meta.json: " + fs::error_text(err);
     return out;
   }

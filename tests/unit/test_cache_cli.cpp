@@ -1,0 +1,161 @@
+// The CLI as a user runs it: precompile (acceptance 1), and `moejit cache`
+// ls, verify, clear, stats, export and import.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "cache/bundle.hpp"
+#include "cache_test_util.hpp"
+#include "codegen/smoke_kernel.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "tools/cli_args.hpp"
+#include "tools/precompile.hpp"
+
+using namespace moejit;
+using moejit::test::TempDir;
+
+namespace {
+test::ProcessResult moejit_cli(const TempDir& scratch, const std::string& cache_dir, std::vector<std::string> args,
+                               std::vector<std::pair<std::string, std::string>> env = {}) {
+  args.insert(args.begin(), MOEJIT_BINARY);
+  env.emplace_back("MOEJIT_CACHE_DIR", cache_dir);
+  return test::run_process(args, env, scratch);
+}
+
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("precompile enumerates each distinct kernel once, however many shapes share it") {
+  tools::PrecompileRequest r;
+  r.model = "glm5.2";
+  r.batches = tools::parse_batches("1-256");
+  r.targets = tools::parse_targets("sm_90a,sm_120a,sm_90a");
+  CHECK(r.batches.size() == 256);
+  CHECK(r.targets.size() == 2);
+  const auto specs = tools::kernels_to_precompile(r);
+  // Today every shape of a target needs exactly its smoke kernel.
+  REQUIRE(specs.size() == 2);
+  CHECK(specs[0] == codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
+  CHECK(specs[1] == codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_120a}));
+  CHECK(runtime::cache_key(specs[0]) != runtime::cache_key(specs[1]));
+
+  CHECK(tools::parse_batches("1-4,2,8") == std::vector<int>{1, 2, 3, 4, 8});
+  CHECK_THROWS_WITH_AS(tools::parse_batches("0-4"), doctest::Contains("not a positive integer"), tools::UsageError);
+  CHECK_THROWS_WITH_AS(tools::parse_batches("8-4"), doctest::Contains("is empty"), tools::UsageError);
+  CHECK_THROWS_WITH_AS(tools::parse_targets("sm_90a,sm_75"), doctest::Contains("'sm_75' is not one of"),
+                       tools::UsageError);
+}
+
+TEST_CASE("acceptance 1: precompile compiles each kernel once; a second run compiles nothing in under 1 s") {
+  TempDir scratch;
+  const std::string dir = scratch / "cache";
+  const std::vector<std::string> args = {"precompile", "--model", "glm5.2",    "--ranks",       "1",
+                                         "--batches",  "1-256",   "--targets", "sm_90a,sm_120a"};
+  const test::ProcessResult cold = moejit_cli(scratch, dir, args);
+  INFO(cold.output);
+  CHECK(cold.exit_code == 0);
+  CHECK(has(cold.output, "distinct kernels  2\ncompiled          2\nalready cached    0\n"));
+  CHECK(has(cold.output, "compiles=2 "));
+  CHECK(has(cold.output, "[2/2] compiled "));
+  CHECK(has(cold.output, "ETA"));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const test::ProcessResult warm = moejit_cli(scratch, dir, args);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(warm.output);
+  CHECK(warm.exit_code == 0);
+  CHECK(has(warm.output, "distinct kernels  2\ncompiled          0\nalready cached    2\n"));
+  CHECK(has(warm.output, "compiles=0 "));
+  CHECK(seconds < 1.0);
+  MESSAGE("warm precompile took " << seconds << " s");
+}
+
+TEST_CASE("cache ls, verify (and --remove), stats and clear") {
+  TempDir scratch;
+  const std::string dir = scratch / "cache";
+  REQUIRE(moejit_cli(scratch, dir, {"precompile", "--targets", "sm_90a,sm_120a", "--jobs", "1"}).exit_code == 0);
+
+  const test::ProcessResult ls = moejit_cli(scratch, dir, {"cache", "ls"});
+  INFO(ls.output);
+  CHECK(ls.exit_code == 0);
+  CHECK(has(ls.output, "smoke_mxfp4_dequant<kThreads=256> @ sm_90a"));
+  CHECK(has(ls.output, "smoke_mxfp4_dequant<kThreads=256> @ sm_120a"));
+  CHECK(has(ls.output, "2 entries"));
+
+  CHECK(moejit_cli(scratch, dir, {"cache", "verify"}).exit_code == 0);
+  const std::string key = runtime::cache_key(codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_120a}));
+  test::flip_byte(dir + "/v1/" + key + "/kernel.cubin", 64);
+  const test::ProcessResult bad = moejit_cli(scratch, dir, {"cache", "verify"});
+  INFO(bad.output);
+  CHECK(bad.exit_code == 1);
+  CHECK(has(bad.output, "BAD  " + key.substr(0, 16) + "  smoke_mxfp4_dequant<kThreads=256> @ sm_120a: kernel.cubin"));
+  CHECK(has(bad.output, "verified 2 entries: 1 ok, 1 bad"));
+  const test::ProcessResult removed = moejit_cli(scratch, dir, {"cache", "verify", "--remove"});
+  CHECK(has(removed.output, "(removed)"));
+  CHECK(moejit_cli(scratch, dir, {"cache", "verify"}).output.find("verified 1 entries: 1 ok, 0 bad") !=
+        std::string::npos);
+
+  const test::ProcessResult stats = moejit_cli(scratch, dir, {"cache", "stats"});
+  INFO(stats.output);
+  CHECK(has(stats.output, "entries    1 "));
+  CHECK(has(stats.output, "compiles          2"));
+
+  CHECK(has(moejit_cli(scratch, dir, {"cache", "clear"}).output, "removed 1 entries"));
+  CHECK(has(moejit_cli(scratch, dir, {"cache", "ls"}).output, "0 entries"));
+  CHECK(test::names_in(dir + "/v1").empty());
+  CHECK(moejit_cli(scratch, dir, {"cache", "frobnicate"}).exit_code == 2);
+}
+
+TEST_CASE("export and import: a relocatable bundle, verified, refused from another toolkit") {
+  TempDir scratch;
+  const std::string here = scratch / "here", there = scratch / "there", bundle = scratch / "kernels.moejit";
+  REQUIRE(moejit_cli(scratch, here, {"precompile", "--targets", "sm_90a,sm_120a"}).exit_code == 0);
+  const test::ProcessResult exported = moejit_cli(scratch, here, {"cache", "export", bundle});
+  INFO(exported.output);
+  CHECK(has(exported.output, "exported 2 entries"));
+
+  const test::ProcessResult imported = moejit_cli(scratch, there, {"cache", "import", bundle});
+  INFO(imported.output);
+  CHECK(imported.exit_code == 0);
+  CHECK(has(imported.output, "(2 new, 0 already present)"));
+  CHECK(moejit_cli(scratch, there, {"cache", "verify"}).exit_code == 0);
+  // The imported cache serves the kernels without compiling, even in strict mode.
+  const test::ProcessResult warm = moejit_cli(scratch, there, {"precompile", "--targets", "sm_90a,sm_120a"});
+  CHECK(has(warm.output, "compiles=0 "));
+  const test::ProcessResult strict = moejit_cli(scratch, there, {"run", "--target", "sm_120a"},
+                                                {{"MOEJIT_NO_JIT", "1"}, {"MOEJIT_FORCE_NO_DRIVER", "1"}});
+  CHECK(strict.exit_code == 0);
+  CHECK(has(strict.output, "from the cache"));
+  CHECK(has(moejit_cli(scratch, there, {"cache", "import", bundle}).output, "(0 new, 2 already present)"));
+
+  SUBCASE("another toolkit's bundle is refused, naming the field") {
+    std::vector<cache::BundleEntry> entries = cache::read_bundle(bundle);
+    entries[1].entry.meta["identity"]["toolchain"]["nvrtc_build"] = "CL-00000000";
+    cache::write_bundle(bundle, entries);
+    const test::ProcessResult refused = moejit_cli(scratch, scratch / "third", {"cache", "import", bundle});
+    INFO(refused.output);
+    CHECK(refused.exit_code == 1);
+    CHECK(has(refused.output, "compiler identity field 'toolchain.nvrtc_build' is \"CL-00000000\" in the bundle"));
+    CHECK_FALSE(std::filesystem::exists(scratch / "third/v1"));  // nothing imported
+  }
+  SUBCASE("a damaged bundle is refused") {
+    test::flip_byte(bundle, test::read_text(bundle).size() - 1);
+    const test::ProcessResult refused = moejit_cli(scratch, scratch / "third", {"cache", "import", bundle});
+    CHECK(refused.exit_code == 1);
+    CHECK(has(refused.output, "fails its SHA-256 check"));
+  }
+}
+
+TEST_CASE("acceptance 4 from the CLI: strict mode fails a miss naming the key") {
+  TempDir scratch;
+  const test::ProcessResult r = moejit_cli(scratch, scratch / "empty", {"run", "--target", "sm_90a"},
+                                           {{"MOEJIT_NO_JIT", "1"}, {"MOEJIT_FORCE_NO_DRIVER", "1"}});
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  const std::string key = runtime::cache_key(codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
+  CHECK(has(r.output, "(key " + key + ") is not in the kernel cache"));
+  CHECK(has(r.output, "smoke_mxfp4_dequant<kThreads=256> @ sm_90a"));
+}
