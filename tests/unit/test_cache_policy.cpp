@@ -2,9 +2,12 @@
 // entries, strict mode, an unwritable directory, eviction, counters.
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <thread>
 
 #include "cache/cache.hpp"
+#include "cache/file_lock.hpp"
+#include "cache/fs_util.hpp"
 #include "cache/memory_store.hpp"
 #include "cache/sha256.hpp"
 #include "cache_test_util.hpp"
@@ -74,6 +77,45 @@ TEST_CASE("a damaged entry is reported once, removed and rebuilt") {
   // The rebuilt entry verifies; a later lookup is a silent hit.
   CHECK(c.resolve(key, "fake<d>", std::ref(build)).source == cache::Source::disk);
   CHECK(warnings.size() == 1);
+}
+
+TEST_CASE("a builder killed while holding the lock, mid-publish, blocks nobody and leaves nothing behind") {
+  TempDir tmp;
+  std::vector<std::string> warnings;
+  cache::Cache c(test::quiet_config(tmp.path(), &warnings));
+  const std::string key = cache::sha256_hex("crash");
+  REQUIRE(cache::fs::make_dirs(c.disk().dir(), nullptr));
+  // What a crash during publish leaves: a half-written temp folder (minutes old).
+  const std::string half = c.disk().dir() + "/.tmp-" + key.substr(0, 16) + "-999-dead";
+  REQUIRE(cache::fs::make_dirs(half, nullptr));
+  test::write_text(half + "/source.cu", "// half");
+  const timespec old[2] = {{cache::fs::now_seconds() - 3600, 0}, {cache::fs::now_seconds() - 3600, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, half.c_str(), old, 0) == 0);
+
+  const std::string marker = tmp / "locked";
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::optional<cache::FileLock> held = cache::FileLock::acquire(c.disk().lock_path(key), nullptr);
+    test::write_text(marker, held ? "1" : "0");
+    ::pause();
+    ::_exit(0);
+  }
+  while (!std::filesystem::exists(marker) || test::read_text(marker).empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(test::read_text(marker) == "1");
+  CHECK_FALSE(cache::FileLock::try_acquire(c.disk().lock_path(key)));  // really held
+  ::kill(child, SIGKILL);
+  test::wait_exit_code(child);
+  CHECK(std::filesystem::exists(c.disk().lock_path(key)));  // the dead holder's file
+
+  Builder build{0, "crash"};
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(c.resolve(key, "fake", std::ref(build)).source == cache::Source::compiled);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(c.counters().snapshot().lock_waits == 0);  // the kernel released it at the holder's death
+  CHECK(test::names_in(c.disk().dir()) == std::vector<std::string>{key});
+  CHECK(warnings.empty());
 }
 
 TEST_CASE("strict mode: a miss is an error naming the key and the kernel; a hit still loads") {
