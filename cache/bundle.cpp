@@ -71,6 +71,8 @@ std::vector<BundleEntry> read_bundle(const std::string& path) {
   if (!in) throw BundleError(path + ": truncated manifest");
   if (sha256_hex(text) != manifest_sha) throw BundleError(path + ": the manifest's SHA-256 does not match");
   const std::streamoff payload_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const auto payload_bytes = static_cast<std::uint64_t>(in.tellg() - payload_start);
 
   std::vector<BundleEntry> out;
   try {
@@ -84,8 +86,11 @@ std::vector<BundleEntry> read_bundle(const std::string& path) {
       be.entry.meta = e.at("meta");
       for (const auto& f : e.at("files")) {
         EntryFile file{f.at("name").get<std::string>(), {}};
-        file.bytes.resize(f.at("size").get<std::size_t>());
-        in.seekg(payload_start + static_cast<std::streamoff>(f.at("offset").get<std::uint64_t>()));
+        const auto offset = f.at("offset").get<std::uint64_t>(), size = f.at("size").get<std::uint64_t>();
+        if (offset > payload_bytes || size > payload_bytes - offset)
+          throw BundleError(path + ": truncated payload in entry " + short_key(be.key) + " (" + file.name + ")");
+        file.bytes.resize(size);
+        in.seekg(payload_start + static_cast<std::streamoff>(offset));
         in.read(file.bytes.data(), static_cast<std::streamsize>(file.bytes.size()));
         if (!in) throw BundleError(path + ": truncated payload in entry " + short_key(be.key) + " (" + file.name + ")");
         if (sha256_hex(file.bytes) != f.at("sha256").get<std::string>())

@@ -67,8 +67,16 @@ Resolved Cache::resolve(std::string_view key, std::string_view summary, const st
   std::optional<FileLock> lock;
   if (!writes_disabled_) {
     std::string error;
-    if (fs::make_dirs(disk_.dir(), &error)) lock = FileLock::acquire(disk_.lock_path(key), &error);
-    if (!lock) disk_unusable(error);
+    bool unsupported = false;
+    if (fs::make_dirs(disk_.dir(), &error)) lock = FileLock::acquire(disk_.lock_path(key), &error, &unsupported);
+    if (!lock && unsupported) {
+      // Publishing stays atomic without the lock; only duplicate compiles become possible.
+      std::call_once(no_flock_warned_, [&] {
+        warn(error + "; processes sharing this cache may compile the same kernel more than once");
+      });
+    } else if (!lock) {
+      disk_unusable(error);
+    }
   }
   if (lock) {
     if (lock->waited()) ++counters_.lock_waits;

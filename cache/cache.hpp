@@ -73,7 +73,7 @@ class Cache {
   DiskStore disk_;
   Counters counters_;
   std::atomic<bool> writes_disabled_{false};
-  std::once_flag unusable_warned_, swept_;
+  std::once_flag unusable_warned_, no_flock_warned_, swept_;
   std::mutex stats_mu_;
   CounterSnapshot flushed_;
 };

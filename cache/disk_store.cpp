@@ -72,6 +72,9 @@ Loaded DiskStore::load(std::string_view key) const {
     if (!out.entry.meta.is_object() || files == out.entry.meta.end() || !files->is_object())
       return corrupt("meta.json lists no files");
     for (const auto& [name, info] : files->items()) {
+      // Never follow a listed name out of the entry folder.
+      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+        return corrupt("meta.json lists a bad file name '" + name + "'");
       EntryFile f{name, {}};
       if (!fs::read_file(path + "/" + name, f.bytes, &err)) {
         // Renamed away by a remover while we read: a miss, not damage.

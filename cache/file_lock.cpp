@@ -10,15 +10,15 @@
 
 namespace moejit::cache {
 
-std::optional<FileLock> FileLock::acquire(const std::string& path, std::string* error) {
-  return lock(path, true, error);
+std::optional<FileLock> FileLock::acquire(const std::string& path, std::string* error, bool* unsupported) {
+  return lock(path, true, error, unsupported);
 }
 
 std::optional<FileLock> FileLock::try_acquire(const std::string& path) {
-  return lock(path, false, nullptr);
+  return lock(path, false, nullptr, nullptr);
 }
 
-std::optional<FileLock> FileLock::lock(const std::string& path, bool block, std::string* error) {
+std::optional<FileLock> FileLock::lock(const std::string& path, bool block, std::string* error, bool* unsupported) {
   bool waited = false;
   for (;;) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -33,8 +33,14 @@ std::optional<FileLock> FileLock::lock(const std::string& path, bool block, std:
       }
     }
     if (rc != 0) {
-      if (error) *error = "cannot lock " + path + ": " + std::strerror(errno);
+      const int err = errno;
+      if (error) *error = "cannot lock " + path + ": " + std::strerror(err);
       ::close(fd);
+      if (err != EWOULDBLOCK) {
+        // The file system refuses flock (ENOLCK, EINVAL...): nobody can hold this file.
+        if (unsupported) *unsupported = true;
+        ::unlink(path.c_str());
+      }
       return std::nullopt;
     }
     // The previous holder may have unlinked the path while we waited: then we

@@ -17,8 +17,9 @@ namespace moejit::cache {
 class FileLock {
  public:
   // Blocks until the lock is held. nullopt (with *error) when the lock file
-  // cannot be created, e.g. in a read-only directory.
-  static std::optional<FileLock> acquire(const std::string& path, std::string* error);
+  // cannot be created, e.g. in a read-only directory, or when the file system
+  // refuses flock (some network file systems); then *unsupported is set.
+  static std::optional<FileLock> acquire(const std::string& path, std::string* error, bool* unsupported = nullptr);
   // Never blocks: nullopt when another holder has it (or on error).
   static std::optional<FileLock> try_acquire(const std::string& path);
 
@@ -33,7 +34,7 @@ class FileLock {
 
  private:
   FileLock(std::string path, int fd, bool waited) : path_(std::move(path)), fd_(fd), waited_(waited) {}
-  static std::optional<FileLock> lock(const std::string& path, bool block, std::string* error);
+  static std::optional<FileLock> lock(const std::string& path, bool block, std::string* error, bool* unsupported);
   void release() noexcept;
 
   std::string path_;

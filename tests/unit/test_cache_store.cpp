@@ -89,6 +89,13 @@ TEST_CASE("a damaged entry loads as corrupt, naming what disagrees") {
     test::write_text(disk.entry_path(key) + "/meta.json", "{not json");
     CHECK(disk.load(key).status == cache::LoadStatus::corrupt);
   }
+  SUBCASE("a meta.json that lists a file outside the entry") {
+    const std::string meta_path = disk.entry_path(key) + "/meta.json";
+    nlohmann::json meta = nlohmann::json::parse(test::read_text(meta_path));
+    meta["files"]["../outside"] = meta["files"]["source.cu"];
+    test::write_text(meta_path, meta.dump());
+    CHECK(disk.load(key).problem == "meta.json lists a bad file name '../outside'");
+  }
   SUBCASE("a folder without meta.json") {
     std::filesystem::remove(disk.entry_path(key) + "/meta.json");
     CHECK(disk.load(key).status == cache::LoadStatus::corrupt);
