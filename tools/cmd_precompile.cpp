@@ -5,15 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "runtime/kernel_cache.hpp"
 #include "tools/cache_format.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/commands.hpp"
+#include "tools/models.hpp"
 #include "tools/precompile.hpp"
 
 namespace moejit::tools {
@@ -22,16 +21,14 @@ using Clock = std::chrono::steady_clock;
 
 PrecompileRequest parse_request(const Args& args) {
   PrecompileRequest r;
-  r.model = args.get("model");
-  r.config_file = args.get("config");
-  if (r.model && r.config_file) throw UsageError("--model and --config are alternatives; give one");
-  if (r.model && std::find(known_models().begin(), known_models().end(), *r.model) == known_models().end())
-    throw UsageError(fmt::format("--model: '{}' is not one of {}", *r.model, fmt::join(known_models(), ", ")));
-  if (r.config_file) {
-    std::ifstream in(*r.config_file);
-    if (!in) throw UsageError(fmt::format("--config: cannot read '{}'", *r.config_file));
-    if (nlohmann::json::parse(in, nullptr, false).is_discarded())
-      throw UsageError(fmt::format("--config: '{}' is not valid JSON", *r.config_file));
+  const auto model = args.get("model"), config = args.get("config");
+  if (model && config) throw UsageError("--model and --config are alternatives; give one");
+  if (model) {
+    r.problem = builtin_model(*model).problem;
+    r.source = "model " + *model;
+  } else if (config) {
+    r.problem = read_config_file(*config);
+    r.source = "config " + *config;
   }
   r.ranks = static_cast<int>(args.get_int("ranks", 1, 1, 32));
   r.batches = parse_batches(args.get_or("batches", "1-256"));
@@ -70,7 +67,8 @@ int cmd_precompile(int argc, char** argv) {
   const std::vector<OptionSpec> options = {
       {"targets", true, "comma-separated targets to compile for, e.g. sm_90a,sm_120a (required)", "T,T"},
       {"model", true, "a built-in configuration: glm5.2 or dsv4.1-flash", "M"},
-      {"config", true, "a configuration file (JSON), instead of --model", "FILE"},
+      {"config", true, "a configuration file instead of --model: JSON with experts, top_k, hidden, intermediate, clamp",
+       "FILE"},
       {"ranks", true, "expert-parallel ranks, 1..32 (default 1)", "R"},
       {"batches", true, "tokens per rank: a range and/or list, e.g. 1-256 or 1,2,4,8 (default 1-256)", "B"},
       {"jobs", true, "parallel compiles (default: the number of cores)", "N"},
@@ -80,10 +78,12 @@ int cmd_precompile(int argc, char** argv) {
   if (args.has("help")) {
     fmt::print(
         "usage: moejit precompile --targets T[,T] [--model M | --config FILE] [--ranks R] [--batches B] [--jobs N]\n\n"
-        "Enumerates exactly the distinct kernels the configuration can need over the batch range\n"
-        "(batch sizes that share a kernel count once), compiles the ones missing from the kernel\n"
-        "cache in parallel, and prints a summary. Needs no GPU. MOEJIT_NO_JIT is ignored here:\n"
-        "compiling is what this command is for.\n\noptions:\n{}",
+        "Enumerates exactly the distinct kernels the MoE layer of the configuration can need over the\n"
+        "batch range, as planned for each target's device profile (batch sizes that share a kernel\n"
+        "count once), compiles the ones missing from the kernel cache in parallel, and prints a\n"
+        "summary. Without --model or --config it compiles every kernel codegen emits on its own.\n"
+        "Needs no GPU. MOEJIT_NO_JIT is ignored here: compiling is what this command is for.\n\n"
+        "options:\n{}",
         format_options(options));
     return 0;
   }
@@ -96,9 +96,7 @@ int cmd_precompile(int argc, char** argv) {
   const std::vector<codegen::KernelSpec> specs = kernels_to_precompile(request);
   std::string targets;
   for (codegen::Target t : request.targets) targets += fmt::format("{}{}", targets.empty() ? "" : ",", t.name());
-  const std::string what = request.model         ? fmt::format("model {}", *request.model)
-                           : request.config_file ? fmt::format("config {}", *request.config_file)
-                                                 : std::string("every kernel codegen emits");
+  const std::string what = request.problem ? request.source : std::string("every kernel codegen emits");
   fmt::print(stderr, "precompile: {} distinct kernels for {} ({}, ranks {}, {} batch sizes), {} jobs\n", specs.size(),
              targets, what, request.ranks, request.batches.size(), std::min<size_t>(jobs, specs.size()));
 
