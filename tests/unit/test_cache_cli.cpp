@@ -1,15 +1,19 @@
 // The CLI as a user runs it: precompile (acceptance 1), and `moejit cache`
 // ls, verify, clear, stats, export and import.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cache/bundle.hpp"
 #include "cache_test_util.hpp"
 #include "codegen/smoke_kernel.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/moe_layer.hpp"
 #include "tools/cli_args.hpp"
+#include "tools/models.hpp"
 #include "tools/precompile.hpp"
 
 using namespace moejit;
@@ -28,25 +32,80 @@ bool has(const std::string& text, const std::string& needle) {
 }
 }  // namespace
 
-TEST_CASE("precompile enumerates each distinct kernel once, however many shapes share it") {
+TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields, each once") {
   tools::PrecompileRequest r;
-  r.model = "glm5.2";
+  r.problem = tools::builtin_model("glm5.2").problem;
+  r.source = "model glm5.2";
   r.batches = tools::parse_batches("1-256");
   r.targets = tools::parse_targets("sm_90a,sm_120a,sm_90a");
   CHECK(r.batches.size() == 256);
-  CHECK(r.targets.size() == 2);
+  REQUIRE(r.targets.size() == 2);
   const auto specs = tools::kernels_to_precompile(r);
-  // Today every shape of a target needs exactly its smoke kernel.
-  REQUIRE(specs.size() == 2);
-  CHECK(specs[0] == codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
-  CHECK(specs[1] == codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_120a}));
-  CHECK(runtime::cache_key(specs[0]) != runtime::cache_key(specs[1]));
+
+  // Independently: every spec the layer plans for every (target, batch), as a set.
+  std::set<std::string> expected;
+  size_t requested = 0;
+  for (codegen::Target t : r.targets)
+    for (int b = 1; b <= 256; ++b)
+      for (const codegen::KernelSpec& s :
+           runtime::moe_kernel_specs(*r.problem, runtime::MoeLayerOptions{}, b, t, tools::profile_smem_per_sm(t))) {
+        expected.insert(nlohmann::json(s).dump());
+        ++requested;
+      }
+  std::set<std::string> got;
+  for (const codegen::KernelSpec& s : specs) got.insert(nlohmann::json(s).dump());
+  CHECK(got.size() == specs.size());  // no spec twice
+  CHECK(got == expected);
+  CHECK(specs.size() < requested);  // batch sizes share kernels
+  MESSAGE(specs.size() << " distinct kernels for " << requested << " (target, batch, role) requests");
+  std::set<std::string> keys;
+  for (const codegen::KernelSpec& s : specs) keys.insert(runtime::cache_key(s));
+  CHECK(keys.size() == specs.size());  // distinct specs never share a key
+
+  // --ranks splits the experts; the local count is what the kernels specialize on.
+  r.problem = tools::builtin_model("dsv4.1-flash").problem;
+  r.ranks = 8;
+  r.batches = {1};
+  r.targets = {codegen::Target{codegen::Arch::sm_90a}};
+  CHECK(tools::kernels_to_precompile(r).front().constant("kExperts") == 384 / 8);
+  r.ranks = 5;
+  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r), "--ranks: 5 does not divide the 384 experts",
+                       tools::UsageError);
+  r.ranks = 1;
+  r.batches = {300};
+  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r), doctest::Contains("token capacity"), tools::UsageError);
+
+  // Without a configuration: what codegen emits on its own, per target.
+  tools::PrecompileRequest bare;
+  bare.batches = {1, 2};
+  bare.targets = tools::parse_targets("sm_90a,sm_120a");
+  const auto smoke = tools::kernels_to_precompile(bare);
+  REQUIRE(smoke.size() == 2);
+  CHECK(smoke[0] == codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
 
   CHECK(tools::parse_batches("1-4,2,8") == std::vector<int>{1, 2, 3, 4, 8});
   CHECK_THROWS_WITH_AS(tools::parse_batches("0-4"), doctest::Contains("not a positive integer"), tools::UsageError);
   CHECK_THROWS_WITH_AS(tools::parse_batches("8-4"), doctest::Contains("is empty"), tools::UsageError);
   CHECK_THROWS_WITH_AS(tools::parse_targets("sm_90a,sm_75"), doctest::Contains("'sm_75' is not one of"),
                        tools::UsageError);
+}
+
+TEST_CASE("precompile --config reads a JSON configuration and names a bad field") {
+  TempDir scratch;
+  test::write_text(scratch / "ok.json", R"({"experts": 64, "top_k": 4, "hidden": 2048, "intermediate": 1024})");
+  const reference::MoeProblem p = tools::read_config_file(scratch / "ok.json");
+  CHECK(p.experts == 64);
+  CHECK(p.intermediate == 1024);
+  test::write_text(scratch / "bad.json", R"({"experts": 64, "top_k": 4, "hidden": "big", "intermediate": 1024})");
+  CHECK_THROWS_WITH_AS(tools::read_config_file(scratch / "bad.json"), doctest::Contains("needs an integer \"hidden\""),
+                       tools::UsageError);
+  tools::PrecompileRequest r;
+  test::write_text(scratch / "small.json", R"({"experts": 64, "top_k": 4, "hidden": 256, "intermediate": 1024})");
+  r.problem = tools::read_config_file(scratch / "small.json");
+  r.source = "config small.json";
+  r.batches = {1};
+  r.targets = {codegen::Target{}};
+  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r), doctest::Contains("hidden H = 256"), tools::UsageError);
 }
 
 TEST_CASE("acceptance 1: precompile compiles each kernel once; a second run compiles nothing in under 1 s") {
@@ -57,9 +116,15 @@ TEST_CASE("acceptance 1: precompile compiles each kernel once; a second run comp
   const test::ProcessResult cold = moejit_cli(scratch, dir, args);
   INFO(cold.output);
   CHECK(cold.exit_code == 0);
-  CHECK(has(cold.output, "distinct kernels  2\ncompiled          2\nalready cached    0\n"));
-  CHECK(has(cold.output, "compiles=2 "));
-  CHECK(has(cold.output, "[2/2] compiled "));
+  tools::PrecompileRequest r;
+  r.problem = tools::builtin_model("glm5.2").problem;
+  r.batches = tools::parse_batches("1-256");
+  r.targets = tools::parse_targets("sm_90a,sm_120a");
+  const size_t n = tools::kernels_to_precompile(r).size();
+  const std::string line = fmt::format("distinct kernels  {}\ncompiled          {}\nalready cached    0\n", n, n);
+  CHECK(has(cold.output, line));
+  CHECK(has(cold.output, fmt::format("compiles={} ", n)));
+  CHECK(has(cold.output, fmt::format("[{}/{}] compiled ", n, n)));
   CHECK(has(cold.output, "ETA"));
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -67,7 +132,7 @@ TEST_CASE("acceptance 1: precompile compiles each kernel once; a second run comp
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(warm.output);
   CHECK(warm.exit_code == 0);
-  CHECK(has(warm.output, "distinct kernels  2\ncompiled          0\nalready cached    2\n"));
+  CHECK(has(warm.output, fmt::format("distinct kernels  {}\ncompiled          0\nalready cached    {}\n", n, n)));
   CHECK(has(warm.output, "compiles=0 "));
   CHECK(seconds < 1.0);
   MESSAGE("warm precompile took " << seconds << " s");
@@ -112,24 +177,28 @@ TEST_CASE("cache ls, verify (and --remove), stats and clear") {
 TEST_CASE("export and import: a relocatable bundle, verified, refused from another toolkit") {
   TempDir scratch;
   const std::string here = scratch / "here", there = scratch / "there", bundle = scratch / "kernels.moejit";
-  REQUIRE(moejit_cli(scratch, here, {"precompile", "--targets", "sm_90a,sm_120a"}).exit_code == 0);
+  const std::vector<std::string> precompile = {"precompile", "--model",   "glm5.2", "--batches",
+                                               "8",          "--targets", "sm_90a"};
+  REQUIRE(moejit_cli(scratch, here, precompile).exit_code == 0);
   const test::ProcessResult exported = moejit_cli(scratch, here, {"cache", "export", bundle});
   INFO(exported.output);
-  CHECK(has(exported.output, "exported 2 entries"));
+  CHECK(has(exported.output, "exported 5 entries"));  // the three roles and the two weight transforms
 
   const test::ProcessResult imported = moejit_cli(scratch, there, {"cache", "import", bundle});
   INFO(imported.output);
   CHECK(imported.exit_code == 0);
-  CHECK(has(imported.output, "(2 new, 0 already present)"));
+  CHECK(has(imported.output, "(5 new, 0 already present)"));
   CHECK(moejit_cli(scratch, there, {"cache", "verify"}).exit_code == 0);
   // The imported cache serves the kernels without compiling, even in strict mode.
-  const test::ProcessResult warm = moejit_cli(scratch, there, {"precompile", "--targets", "sm_90a,sm_120a"});
-  CHECK(has(warm.output, "compiles=0 "));
-  const test::ProcessResult strict = moejit_cli(scratch, there, {"run", "--target", "sm_120a"},
+  CHECK(has(moejit_cli(scratch, there, precompile).output, "compiles=0 "));
+  const test::ProcessResult strict = moejit_cli(scratch, there, {"run", "--model", "glm5.2", "--batch", "8"},
                                                 {{"MOEJIT_NO_JIT", "1"}, {"MOEJIT_FORCE_NO_DRIVER", "1"}});
+  INFO(strict.output);
   CHECK(strict.exit_code == 0);
-  CHECK(has(strict.output, "from the cache"));
-  CHECK(has(moejit_cli(scratch, there, {"cache", "import", bundle}).output, "(0 new, 2 already present)"));
+  CHECK(has(strict.output, "moe_compute"));
+  CHECK(has(strict.output, "(from the cache "));
+  CHECK_FALSE(has(strict.output, "(compiled)"));
+  CHECK(has(moejit_cli(scratch, there, {"cache", "import", bundle}).output, "(0 new, 5 already present)"));
 
   SUBCASE("another toolkit's bundle is refused, naming the field") {
     std::vector<cache::BundleEntry> entries = cache::read_bundle(bundle);
@@ -149,13 +218,17 @@ TEST_CASE("export and import: a relocatable bundle, verified, refused from anoth
   }
 }
 
-TEST_CASE("acceptance 4 from the CLI: strict mode fails a miss naming the key") {
+TEST_CASE("acceptance 4 from the CLI: strict mode fails a miss naming the key and the kernel") {
   TempDir scratch;
-  const test::ProcessResult r = moejit_cli(scratch, scratch / "empty", {"run", "--target", "sm_90a"},
+  const test::ProcessResult r = moejit_cli(scratch, scratch / "empty", {"run", "--model", "glm5.2", "--batch", "8"},
                                            {{"MOEJIT_NO_JIT", "1"}, {"MOEJIT_FORCE_NO_DRIVER", "1"}});
   INFO(r.output);
   CHECK(r.exit_code == 1);
-  const std::string key = runtime::cache_key(codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
-  CHECK(has(r.output, "(key " + key + ") is not in the kernel cache"));
-  CHECK(has(r.output, "smoke_mxfp4_dequant<kThreads=256> @ sm_90a"));
+  // The first kernel `run` asks for (no GPU: the h200 profile's 228 KiB of SMEM per SM).
+  const codegen::KernelSpec first =
+      runtime::moe_kernel_specs(tools::builtin_model("glm5.2").problem, runtime::MoeLayerOptions{}, 8,
+                                codegen::Target{codegen::Arch::sm_90a}, 228 * 1024)
+          .front();
+  CHECK(has(r.output, "MOEJIT_NO_JIT=1 forbids compiling, and kernel " + first.summary() + " (key " +
+                          runtime::cache_key(first) + ") is not in the kernel cache"));
 }

@@ -46,6 +46,16 @@ TEST_CASE("get_or_build: compiled, then a memory hit, then a disk hit in a new p
     CHECK(c.memory_hits == 1);
     CHECK(c.compiles == 1);
     CHECK(c.compile_millis > 0);
+
+    // A spec that differs only where the memory layer's hash does not look
+    // (a parameter's declaration) is still another kernel.
+    codegen::KernelSpec other = smoke_90();
+    other.params[0].cxx_type = "const moejit::u8*";
+    REQUIRE(runtime::KernelSpecHash{}(other) == runtime::KernelSpecHash{}(smoke_90()));
+    const auto second = kc.get_or_build(other, &source);
+    CHECK(source == cache::Source::compiled);
+    CHECK(second->key != first->key);
+    CHECK(kc.get_or_build(smoke_90()) == first);
   }
   runtime::KernelCache fresh(test::quiet_config(tmp.path(), &warnings));
   cache::Source source;
