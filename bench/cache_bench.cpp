@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/device_profile.hpp"
+#include "codegen/moe_config.hpp"
 #include "codegen/smoke_kernel.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/moe_layer.hpp"
@@ -119,16 +121,14 @@ int main(int argc, char** argv) {
 
   // Every kernel codegen emits for the reference models over B = 1..256 (as
   // `moejit precompile` plans them, with the targets' device profiles), and the smoke kernel.
-  const std::pair<const char*, reference::MoeProblem> models[] = {{"glm5.2", {256, 8, 6144, 2048, 10.0f}},
-                                                                  {"dsv4.1-flash", {384, 6, 5120, 2304, 10.0f}}};
-  const std::pair<codegen::Target, int> targets[] = {{codegen::Target{codegen::Arch::sm_90a}, 228 * 1024},
-                                                     {codegen::Target{codegen::Arch::sm_120a}, 100 * 1024}};
   std::vector<codegen::KernelSpec> all;
-  for (const auto& [target, smem] : targets) {
-    all.push_back(codegen::smoke_kernel_spec(target));
-    for (const auto& [name, problem] : models)
+  for (const char* profile_name : {"h200", "rtx-pro-5000"}) {
+    const codegen::DeviceProfile profile = codegen::builtin_profile(profile_name);
+    all.push_back(codegen::smoke_kernel_spec(profile.target));
+    for (const std::string& model : codegen::builtin_model_names())
       for (int b = 1; b <= 256; ++b)
-        for (codegen::KernelSpec& s : runtime::moe_kernel_specs(problem, runtime::MoeLayerOptions{}, b, target, smem))
+        for (codegen::KernelSpec& s :
+             runtime::moe_kernel_specs(codegen::builtin_model(model), runtime::MoeLayerOptions{}, b, profile))
           if (std::find(all.begin(), all.end(), s) == all.end()) all.push_back(std::move(s));
   }
   std::vector<Cold> once;

@@ -8,11 +8,11 @@
 #include <mutex>
 #include <thread>
 
+#include "codegen/moe_config.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "tools/cache_format.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/commands.hpp"
-#include "tools/models.hpp"
 #include "tools/precompile.hpp"
 
 namespace moejit::tools {
@@ -21,16 +21,21 @@ using Clock = std::chrono::steady_clock;
 
 PrecompileRequest parse_request(const Args& args) {
   PrecompileRequest r;
-  const auto model = args.get("model"), config = args.get("config");
-  if (model && config) throw UsageError("--model and --config are alternatives; give one");
-  if (model) {
-    r.problem = builtin_model(*model).problem;
-    r.source = "model " + *model;
-  } else if (config) {
-    r.problem = read_config_file(*config);
-    r.source = "config " + *config;
+  if (args.has("model") && args.has("config")) throw UsageError("--model and --config are alternatives; give one");
+  if (auto name = args.get("model")) {
+    try {
+      r.config = codegen::builtin_model(*name);
+    } catch (const std::invalid_argument&) {
+      throw UsageError(
+          fmt::format("--model: '{}' is not one of {}", *name, fmt::join(codegen::builtin_model_names(), ", ")));
+    }
+  } else if (auto file = args.get("config")) {
+    r.config = codegen::load_moe_config(*file);
   }
-  r.ranks = static_cast<int>(args.get_int("ranks", 1, 1, 32));
+  if (r.config)
+    r.config->ranks = static_cast<int>(args.get_int("ranks", r.config->ranks, 1, 32));
+  else if (args.has("ranks"))
+    throw UsageError("--ranks needs --model or --config");
   r.batches = parse_batches(args.get_or("batches", "1-256"));
   if (!args.has("targets")) throw UsageError("--targets is required (e.g. --targets sm_90a,sm_120a)");
   r.targets = parse_targets(*args.get("targets"));
@@ -66,11 +71,11 @@ class Progress {
 int cmd_precompile(int argc, char** argv) {
   const std::vector<OptionSpec> options = {
       {"targets", true, "comma-separated targets to compile for, e.g. sm_90a,sm_120a (required)", "T,T"},
-      {"model", true, "a built-in configuration: glm5.2 or dsv4.1-flash", "M"},
-      {"config", true, "a configuration file instead of --model: JSON with experts, top_k, hidden, intermediate, clamp",
+      {"model", true, "built-in model: glm5.2 or dsv4.1-flash", "NAME"},
+      {"config", true, "model configuration from a JSON file instead of --model (as `moejit plan --help` shows)",
        "FILE"},
-      {"ranks", true, "expert-parallel ranks, 1..32 (default 1)", "R"},
-      {"batches", true, "tokens per rank: a range and/or list, e.g. 1-256 or 1,2,4,8 (default 1-256)", "B"},
+      {"ranks", true, "expert-parallel ranks R, 1..32 (default 1, or the config file's)", "R"},
+      {"batches", true, "tokens per rank: ranges and/or sizes, e.g. 1-256 or 1,2,4,8 (default 1-256)", "LIST"},
       {"jobs", true, "parallel compiles (default: the number of cores)", "N"},
       {"help", false, "this text"},
   };
@@ -79,10 +84,12 @@ int cmd_precompile(int argc, char** argv) {
     fmt::print(
         "usage: moejit precompile --targets T[,T] [--model M | --config FILE] [--ranks R] [--batches B] [--jobs N]\n\n"
         "Enumerates exactly the distinct kernels the MoE layer of the configuration can need over the\n"
-        "batch range, as planned for each target's device profile (batch sizes that share a kernel\n"
-        "count once), compiles the ones missing from the kernel cache in parallel, and prints a\n"
-        "summary. Without --model or --config it compiles every kernel codegen emits on its own.\n"
-        "Needs no GPU. MOEJIT_NO_JIT is ignored here: compiling is what this command is for.\n\n"
+        "batch range, as the planner plans each shape on each target's built-in device profile\n"
+        "(h200 for sm_90a, rtx-pro-5000 for sm_120a); batch sizes that share a kernel count once.\n"
+        "A range means every size in it (a server meets any B), unlike `moejit plan`, where it\n"
+        "means its powers of two. Compiles the kernels missing from the kernel cache in parallel\n"
+        "and prints a summary. Without --model or --config it compiles every kernel codegen emits\n"
+        "on its own. Needs no GPU. MOEJIT_NO_JIT is ignored here: compiling is this command's job.\n\n"
         "options:\n{}",
         format_options(options));
     return 0;
@@ -96,9 +103,11 @@ int cmd_precompile(int argc, char** argv) {
   const std::vector<codegen::KernelSpec> specs = kernels_to_precompile(request);
   std::string targets;
   for (codegen::Target t : request.targets) targets += fmt::format("{}{}", targets.empty() ? "" : ",", t.name());
-  const std::string what = request.problem ? request.source : std::string("every kernel codegen emits");
-  fmt::print(stderr, "precompile: {} distinct kernels for {} ({}, ranks {}, {} batch sizes), {} jobs\n", specs.size(),
-             targets, what, request.ranks, request.batches.size(), std::min<size_t>(jobs, specs.size()));
+  const std::string what = request.config
+                               ? fmt::format("model {}, ranks {}", request.config->name, request.config->ranks)
+                               : std::string("every kernel codegen emits");
+  fmt::print(stderr, "precompile: {} distinct kernels for {} ({}, {} batch sizes), {} jobs\n", specs.size(), targets,
+             what, request.batches.size(), std::min<size_t>(jobs, specs.size()));
 
   cache::Config config = cache::Config::from_env();
   config.no_jit = false;

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
+#include "codegen/planner.hpp"
 #include "codegen/smoke_kernel.hpp"
 #include "runtime/moe_layer.hpp"
 #include "tools/cli_args.hpp"
@@ -22,53 +22,25 @@ int parse_positive(std::string_view text, std::string_view whole) {
   return v;
 }
 
-// The layer's configuration on one rank: --ranks splits the experts.
-reference::MoeProblem local_problem(const PrecompileRequest& r) {
-  reference::MoeProblem p = *r.problem;
-  if (p.experts % r.ranks != 0)
-    throw UsageError(fmt::format("--ranks: {} does not divide the {} experts", r.ranks, p.experts));
-  p.experts /= r.ranks;
-  return p;
-}
-
-// The kernels one (target, batch) shape needs: the MoE layer's plan for that
-// shape or, with no configuration, what codegen emits on its own (the smoke kernel).
-std::vector<codegen::KernelSpec> kernels_for_shape(const reference::MoeProblem* problem, codegen::Target target,
-                                                   int batch) {
-  if (!problem) return {codegen::smoke_kernel_spec(target)};
-  return runtime::moe_kernel_specs(*problem, runtime::MoeLayerOptions{}, batch, target, profile_smem_per_sm(target));
+// The kernels one (profile, batch) shape needs: the MoE layer's plan for it or,
+// with no configuration, what codegen emits on its own (the smoke kernel).
+std::vector<codegen::KernelSpec> kernels_for_shape(const codegen::MoeConfig* config,
+                                                   const codegen::DeviceProfile& profile, int batch) {
+  if (!config) return {codegen::smoke_kernel_spec(profile.target)};
+  try {
+    return runtime::moe_kernel_specs(*config, runtime::MoeLayerOptions{}, batch, profile);
+  } catch (const codegen::PlanError& e) {
+    throw std::runtime_error(fmt::format("B = {} cannot be planned on {} ({}): {}; leave it out of --batches", batch,
+                                         profile.name, profile.target.name(), e.what()));
+  }
 }
 }  // namespace
 
-reference::MoeProblem read_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("--config: cannot read '{}'", path));
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw UsageError(fmt::format("--config: '{}' is not a JSON object", path));
-  auto field = [&](const char* name) {
-    if (!j.contains(name) || !j.at(name).is_number_integer())
-      throw UsageError(fmt::format("--config: '{}' needs an integer \"{}\"", path, name));
-    return j.at(name).get<int>();
-  };
-  reference::MoeProblem p;
-  p.experts = field("experts");
-  p.top_k = field("top_k");
-  p.hidden = field("hidden");
-  p.intermediate = field("intermediate");
-  if (j.contains("clamp")) {
-    if (!j.at("clamp").is_number()) throw UsageError(fmt::format("--config: '{}': \"clamp\" is not a number", path));
-    p.clamp = j.at("clamp").get<float>();
-  }
-  return p;
-}
-
-int profile_smem_per_sm(codegen::Target target) {
-  switch (target.arch) {
-    case codegen::Arch::sm_90a: return 228 * 1024;
-    case codegen::Arch::sm_100a: return 228 * 1024;
-    case codegen::Arch::sm_120a: return 100 * 1024;
-  }
-  return 228 * 1024;
+codegen::DeviceProfile profile_for(codegen::Target target) {
+  for (const std::string& name : codegen::builtin_profile_names())
+    if (codegen::DeviceProfile p = codegen::builtin_profile(name); p.target == target) return p;
+  throw UsageError(fmt::format("--targets: no built-in device profile plans for {} (profiles: {})", target.name(),
+                               fmt::join(codegen::builtin_profile_names(), ", ")));
 }
 
 std::vector<int> parse_batches(std::string_view text) {
@@ -107,25 +79,18 @@ std::vector<codegen::Target> parse_targets(std::string_view text) {
 }
 
 std::vector<codegen::KernelSpec> kernels_to_precompile(const PrecompileRequest& request) {
-  std::optional<reference::MoeProblem> problem;
-  if (request.problem) {
-    problem = local_problem(request);
-    const runtime::MoeLayerOptions options;
-    try {
-      runtime::validate_problem(*problem, options);
-    } catch (const runtime::InvalidInput& e) {
-      throw UsageError(fmt::format("{}: {}", request.source, e.what()));
-    }
-    if (!request.batches.empty() && request.batches.back() > options.token_capacity)
-      throw UsageError(fmt::format("--batches: {} exceeds the layer's token capacity of {}", request.batches.back(),
-                                   options.token_capacity));
+  if (request.config) {
+    codegen::validate(*request.config);
+    for (int b : request.batches) codegen::validate_batch(*request.config, b);
   }
   std::vector<codegen::KernelSpec> out;
   std::unordered_set<std::string> seen;  // by the spec's JSON: equal specs, equal text
-  for (codegen::Target target : request.targets)
+  for (codegen::Target target : request.targets) {
+    const codegen::DeviceProfile profile = request.config ? profile_for(target) : codegen::DeviceProfile{"", target};
     for (int batch : request.batches)
-      for (codegen::KernelSpec& spec : kernels_for_shape(problem ? &*problem : nullptr, target, batch))
+      for (codegen::KernelSpec& spec : kernels_for_shape(request.config ? &*request.config : nullptr, profile, batch))
         if (seen.insert(nlohmann::json(spec).dump()).second) out.push_back(std::move(spec));
+  }
   return out;
 }
 

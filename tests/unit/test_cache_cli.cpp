@@ -9,11 +9,11 @@
 
 #include "cache/bundle.hpp"
 #include "cache_test_util.hpp"
+#include "codegen/moe_config.hpp"
 #include "codegen/smoke_kernel.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/moe_layer.hpp"
 #include "tools/cli_args.hpp"
-#include "tools/models.hpp"
 #include "tools/precompile.hpp"
 
 using namespace moejit;
@@ -34,21 +34,20 @@ bool has(const std::string& text, const std::string& needle) {
 
 TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields, each once") {
   tools::PrecompileRequest r;
-  r.problem = tools::builtin_model("glm5.2").problem;
-  r.source = "model glm5.2";
+  r.config = codegen::builtin_model("glm5.2");
   r.batches = tools::parse_batches("1-256");
   r.targets = tools::parse_targets("sm_90a,sm_120a,sm_90a");
   CHECK(r.batches.size() == 256);
   REQUIRE(r.targets.size() == 2);
   const auto specs = tools::kernels_to_precompile(r);
 
-  // Independently: every spec the layer plans for every (target, batch), as a set.
+  // Independently: every spec the layer plans for every (profile, batch), as a set.
   std::set<std::string> expected;
   size_t requested = 0;
-  for (codegen::Target t : r.targets)
+  for (const char* profile : {"h200", "rtx-pro-5000"})
     for (int b = 1; b <= 256; ++b)
       for (const codegen::KernelSpec& s :
-           runtime::moe_kernel_specs(*r.problem, runtime::MoeLayerOptions{}, b, t, tools::profile_smem_per_sm(t))) {
+           runtime::moe_kernel_specs(*r.config, runtime::MoeLayerOptions{}, b, codegen::builtin_profile(profile))) {
         expected.insert(nlohmann::json(s).dump());
         ++requested;
       }
@@ -63,17 +62,21 @@ TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields
   CHECK(keys.size() == specs.size());  // distinct specs never share a key
 
   // --ranks splits the experts; the local count is what the kernels specialize on.
-  r.problem = tools::builtin_model("dsv4.1-flash").problem;
-  r.ranks = 8;
+  r.config = codegen::builtin_model("dsv4.1-flash");
+  r.config->ranks = 8;
   r.batches = {1};
   r.targets = {codegen::Target{codegen::Arch::sm_90a}};
   CHECK(tools::kernels_to_precompile(r).front().constant("kExperts") == 384 / 8);
-  r.ranks = 5;
-  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r), "--ranks: 5 does not divide the 384 experts",
-                       tools::UsageError);
-  r.ranks = 1;
+  r.config->ranks = 5;
+  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r), doctest::Contains("multiple of ranks R = 5"),
+                       codegen::ConfigError);
+  r.config->ranks = 1;
   r.batches = {300};
-  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r), doctest::Contains("token capacity"), tools::UsageError);
+  CHECK_THROWS_AS(tools::kernels_to_precompile(r), codegen::ConfigError);
+  r.batches = {1};
+  r.targets = {codegen::Target{codegen::Arch::sm_100a}};
+  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r),
+                       doctest::Contains("no built-in device profile plans for sm_100a"), tools::UsageError);
 
   // Without a configuration: what codegen emits on its own, per target.
   tools::PrecompileRequest bare;
@@ -90,22 +93,24 @@ TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields
                        tools::UsageError);
 }
 
-TEST_CASE("precompile --config reads a JSON configuration and names a bad field") {
+TEST_CASE("precompile --config: the file's model, and a bad field named") {
   TempDir scratch;
-  test::write_text(scratch / "ok.json", R"({"experts": 64, "top_k": 4, "hidden": 2048, "intermediate": 1024})");
-  const reference::MoeProblem p = tools::read_config_file(scratch / "ok.json");
-  CHECK(p.experts == 64);
-  CHECK(p.intermediate == 1024);
-  test::write_text(scratch / "bad.json", R"({"experts": 64, "top_k": 4, "hidden": "big", "intermediate": 1024})");
-  CHECK_THROWS_WITH_AS(tools::read_config_file(scratch / "bad.json"), doctest::Contains("needs an integer \"hidden\""),
-                       tools::UsageError);
+  test::write_text(scratch / "ok.json",
+                   R"({"experts": 64, "top_k": 4, "hidden": 2048, "intermediate": 1024, "ranks": 4})");
   tools::PrecompileRequest r;
-  test::write_text(scratch / "small.json", R"({"experts": 64, "top_k": 4, "hidden": 256, "intermediate": 1024})");
-  r.problem = tools::read_config_file(scratch / "small.json");
-  r.source = "config small.json";
-  r.batches = {1};
-  r.targets = {codegen::Target{}};
-  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r), doctest::Contains("hidden H = 256"), tools::UsageError);
+  r.config = codegen::load_moe_config(scratch / "ok.json");
+  r.batches = {1, 64};
+  r.targets = {codegen::Target{codegen::Arch::sm_90a}};
+  const auto specs = tools::kernels_to_precompile(r);
+  REQUIRE_FALSE(specs.empty());
+  CHECK(specs.front().constant("kExperts") == 16);
+  CHECK(specs.front().constant("kHidden") == 2048);
+
+  test::write_text(scratch / "bad.json", R"({"experts": 64, "top_k": 4, "hidden": 520, "intermediate": 1024})");
+  const test::ProcessResult bad =
+      moejit_cli(scratch, scratch / "cache", {"precompile", "--config", scratch / "bad.json", "--targets", "sm_90a"});
+  CHECK(bad.exit_code == 1);
+  CHECK(has(bad.output, "hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]"));
 }
 
 TEST_CASE("acceptance 1: precompile compiles each kernel once; a second run compiles nothing in under 1 s") {
@@ -117,7 +122,7 @@ TEST_CASE("acceptance 1: precompile compiles each kernel once; a second run comp
   INFO(cold.output);
   CHECK(cold.exit_code == 0);
   tools::PrecompileRequest r;
-  r.problem = tools::builtin_model("glm5.2").problem;
+  r.config = codegen::builtin_model("glm5.2");
   r.batches = tools::parse_batches("1-256");
   r.targets = tools::parse_targets("sm_90a,sm_120a");
   const size_t n = tools::kernels_to_precompile(r).size();
@@ -229,10 +234,10 @@ TEST_CASE("acceptance 4 from the CLI: strict mode fails a miss naming the key an
                                            {{"MOEJIT_NO_JIT", "1"}, {"MOEJIT_FORCE_NO_DRIVER", "1"}});
   INFO(r.output);
   CHECK(r.exit_code == 1);
-  // The first kernel `run` asks for (no GPU: the h200 profile's 228 KiB of SMEM per SM).
+  // The first kernel `run` asks for (no GPU: planned on the h200 profile).
   const codegen::KernelSpec first =
-      runtime::moe_kernel_specs(tools::builtin_model("glm5.2").problem, runtime::MoeLayerOptions{}, 8,
-                                codegen::Target{codegen::Arch::sm_90a}, 228 * 1024)
+      runtime::moe_kernel_specs(codegen::builtin_model("glm5.2"), runtime::MoeLayerOptions{}, 8,
+                                codegen::builtin_profile("h200"))
           .front();
   CHECK(has(r.output, "MOEJIT_NO_JIT=1 forbids compiling, and kernel " + first.summary() + " (key " +
                           runtime::cache_key(first) + ") is not in the kernel cache"));
