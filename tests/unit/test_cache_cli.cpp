@@ -106,6 +106,15 @@ TEST_CASE("precompile --config: the file's model, and a bad field named") {
   CHECK(specs.front().constant("kExperts") == 16);
   CHECK(specs.front().constant("kHidden") == 2048);
 
+  // A shape the planner rejects can never run: an error naming B, the profile and the reason.
+  r.config = codegen::builtin_model("glm5.2");
+  r.config->ranks = 8;
+  r.config->dispatch_sms = 80;
+  r.batches = {1};
+  r.targets = {codegen::Target{codegen::Arch::sm_120a}};
+  CHECK_THROWS_WITH(tools::kernels_to_precompile(r),
+                    doctest::Contains("B = 1 cannot be planned on rtx-pro-5000 (sm_120a): "));
+
   test::write_text(scratch / "bad.json", R"({"experts": 64, "top_k": 4, "hidden": 520, "intermediate": 1024})");
   const test::ProcessResult bad =
       moejit_cli(scratch, scratch / "cache", {"precompile", "--config", scratch / "bad.json", "--targets", "sm_90a"});
