@@ -9,6 +9,7 @@
 
 #include "codegen/planner.hpp"
 #include "runtime/kernel_builder.hpp"
+#include "runtime/kernel_cache.hpp"
 
 namespace moejit::runtime {
 
@@ -20,9 +21,11 @@ struct MoeLayer::RoleKernels {
 };
 
 namespace {
+// Through the kernel cache: a spec seen before costs a hash-map lookup, a new
+// one a disk hit or a build that is then published for every later process.
 std::unique_ptr<LoadedKernel> load(const codegen::KernelSpec& spec) {
-  const BuildArtifacts built = build_kernel(spec);
-  return std::make_unique<LoadedKernel>(built.cubin, spec.entry_name());
+  const std::shared_ptr<const CachedKernel> kernel = KernelCache::global().get_or_build(spec);
+  return std::make_unique<LoadedKernel>(kernel->cubin, spec.entry_name());
 }
 
 }  // namespace

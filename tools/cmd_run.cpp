@@ -13,7 +13,7 @@
 #include "codegen/moe_kernels.hpp"
 #include "codegen/planner.hpp"
 #include "runtime/device.hpp"
-#include "runtime/kernel_builder.hpp"
+#include "runtime/kernel_cache.hpp"
 #include "runtime/moe_check.hpp"
 #include "runtime/moe_layer.hpp"
 #include "tools/cli_args.hpp"
@@ -84,10 +84,12 @@ int cmd_run(int argc, char** argv) {
              codegen::compute_smem_bytes(shape, target));
   fmt::print("[2/3] compile\n");
   for (const codegen::KernelSpec& spec : runtime::moe_kernel_specs(model, layer_options, tokens, profile)) {
-    const runtime::BuildArtifacts built = runtime::build_kernel(spec);
-    const codegen::KernelResources* res = built.resources.find(spec.entry_name());
-    fmt::print("      {:<22} NVRTC {:6.1f} ms  nvJitLink {:6.1f} ms  {:3} regs  {} B spills\n", spec.kernel,
-               built.nvrtc_millis, built.link_millis, res ? res->registers : -1, res ? res->spill_store_bytes : -1);
+    cache::Source source = cache::Source::compiled;
+    const auto built = runtime::KernelCache::global().get_or_build(spec, &source);
+    const codegen::KernelResources* res = built->resources.find(spec.entry_name());
+    fmt::print("      {:<22} NVRTC {:6.1f} ms  nvJitLink {:6.1f} ms  {:3} regs  {} B spills  ({})\n", spec.kernel,
+               built->nvrtc_millis, built->link_millis, res ? res->registers : -1, res ? res->spill_store_bytes : -1,
+               source == cache::Source::compiled ? "compiled" : "from the cache " + built->key.substr(0, 16));
   }
   if (!have_gpu) {
     fmt::print("[3/3] launch skipped: {}\n", why.empty() ? "no GPU visible" : "no CUDA driver found (" + why + ")");

@@ -10,9 +10,11 @@ struct Command {
   int (*run)(int argc, char** argv);
 };
 
+int cmd_cache(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
+int cmd_precompile(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 
 // Every command, in the order `moejit --help` lists them.
@@ -21,6 +23,8 @@ inline constexpr Command k_commands[] = {
      cmd_run},
     {"plan", "the geometry the planner picks for a model, batch sizes and device (Table 2 shape, or JSON)", cmd_plan},
     {"inspect", "show a kernel's source, PTX, per-pass PTX diffs, final PTX and resources", cmd_inspect},
+    {"precompile", "compile every kernel a configuration can need into the cache (no GPU needed)", cmd_precompile},
+    {"cache", "the kernel cache: ls, verify, clear, stats, export, import", cmd_cache},
     {"doctor", "report the toolchain, the driver, the GPU and the cache directory", cmd_doctor},
 };
 

@@ -22,7 +22,9 @@ void print_help() {
       "  --help       this text\n"
       "  --version    the moejit version and the compiler identity that keys the kernel cache\n"
       "\nenvironment:\n"
-      "  MOEJIT_CACHE_DIR   kernel cache location (default $XDG_CACHE_HOME/moejit or ~/.cache/moejit)\n");
+      "  MOEJIT_CACHE_DIR        kernel cache location (default $XDG_CACHE_HOME/moejit or ~/.cache/moejit)\n"
+      "  MOEJIT_CACHE_MAX_BYTES  kernel cache size cap, e.g. 2G (default 1G; 0 = no cap); LRU eviction\n"
+      "  MOEJIT_NO_JIT=1         strict mode: a kernel missing from the cache is an error, never a compile\n");
 }
 
 void print_version() {

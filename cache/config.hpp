@@ -1,0 +1,35 @@
+#pragma once
+// How a cache behaves: where it lives, how large it may grow, whether it may
+// compile at all, and where its warnings go. from_env() reads the variables
+// users set; tests build a Config by hand.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace moejit::cache {
+
+inline constexpr std::uint64_t k_default_max_bytes = std::uint64_t(1) << 30;  // 1 GiB
+
+using WarnFn = std::function<void(const std::string&)>;
+
+struct Config {
+  std::string dir;                                // the cache root (entries live in dir/v1)
+  std::uint64_t max_bytes = k_default_max_bytes;  // LRU eviction above this; 0 = no cap
+  bool no_jit = false;                            // strict mode: a miss is an error
+  WarnFn warn;                                    // empty: "moejit: warning: ..." on stderr
+
+  // MOEJIT_CACHE_DIR / XDG_CACHE_HOME / HOME (cache_dir.hpp), MOEJIT_CACHE_MAX_BYTES,
+  // MOEJIT_NO_JIT. Throws std::invalid_argument naming a malformed variable.
+  static Config from_env();
+};
+
+// "1073741824", "512M", "512MiB", "1G", "64k": bytes, with binary multiples.
+std::optional<std::uint64_t> parse_byte_size(std::string_view text);
+
+// "1", "true", "yes", "on" / "0", "false", "no", "off", "": nullopt otherwise.
+std::optional<bool> parse_flag(std::string_view text);
+
+}  // namespace moejit::cache

@@ -1,0 +1,130 @@
+#include "cache/counters.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "cache/fs_util.hpp"
+
+namespace moejit::cache {
+
+CounterSnapshot& CounterSnapshot::operator+=(const CounterSnapshot& o) {
+  memory_hits += o.memory_hits;
+  disk_hits += o.disk_hits;
+  misses += o.misses;
+  compiles += o.compiles;
+  verify_failures += o.verify_failures;
+  lock_waits += o.lock_waits;
+  publish_failures += o.publish_failures;
+  evictions += o.evictions;
+  compile_millis += o.compile_millis;
+  return *this;
+}
+
+CounterSnapshot CounterSnapshot::operator-(const CounterSnapshot& o) const {
+  CounterSnapshot d;
+  d.memory_hits = memory_hits - o.memory_hits;
+  d.disk_hits = disk_hits - o.disk_hits;
+  d.misses = misses - o.misses;
+  d.compiles = compiles - o.compiles;
+  d.verify_failures = verify_failures - o.verify_failures;
+  d.lock_waits = lock_waits - o.lock_waits;
+  d.publish_failures = publish_failures - o.publish_failures;
+  d.evictions = evictions - o.evictions;
+  d.compile_millis = compile_millis - o.compile_millis;
+  return d;
+}
+
+bool CounterSnapshot::empty() const {
+  return *this == CounterSnapshot{};
+}
+
+void to_json(nlohmann::json& j, const CounterSnapshot& s) {
+  j = {{"memory_hits", s.memory_hits},
+       {"disk_hits", s.disk_hits},
+       {"misses", s.misses},
+       {"compiles", s.compiles},
+       {"verify_failures", s.verify_failures},
+       {"lock_waits", s.lock_waits},
+       {"publish_failures", s.publish_failures},
+       {"evictions", s.evictions},
+       {"compile_millis", s.compile_millis}};
+}
+
+void from_json(const nlohmann::json& j, CounterSnapshot& s) {
+  s.memory_hits = j.value("memory_hits", std::uint64_t(0));
+  s.disk_hits = j.value("disk_hits", std::uint64_t(0));
+  s.misses = j.value("misses", std::uint64_t(0));
+  s.compiles = j.value("compiles", std::uint64_t(0));
+  s.verify_failures = j.value("verify_failures", std::uint64_t(0));
+  s.lock_waits = j.value("lock_waits", std::uint64_t(0));
+  s.publish_failures = j.value("publish_failures", std::uint64_t(0));
+  s.evictions = j.value("evictions", std::uint64_t(0));
+  s.compile_millis = j.value("compile_millis", 0.0);
+}
+
+void Counters::add_compile_time(double millis) {
+  compile_micros_.fetch_add(static_cast<std::uint64_t>(millis * 1000.0 + 0.5), std::memory_order_relaxed);
+}
+
+CounterSnapshot Counters::snapshot() const {
+  CounterSnapshot s;
+  s.memory_hits = memory_hits.load(std::memory_order_relaxed);
+  s.disk_hits = disk_hits.load(std::memory_order_relaxed);
+  s.misses = misses.load(std::memory_order_relaxed);
+  s.compiles = compiles.load(std::memory_order_relaxed);
+  s.verify_failures = verify_failures.load(std::memory_order_relaxed);
+  s.lock_waits = lock_waits.load(std::memory_order_relaxed);
+  s.publish_failures = publish_failures.load(std::memory_order_relaxed);
+  s.evictions = evictions.load(std::memory_order_relaxed);
+  s.compile_millis = static_cast<double>(compile_micros_.load(std::memory_order_relaxed)) / 1000.0;
+  return s;
+}
+
+namespace {
+CounterSnapshot parse_stats(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // A torn or foreign file restarts the totals rather than failing a build.
+  if (!j.is_object()) return {};
+  try {
+    return j.get<CounterSnapshot>();
+  } catch (const nlohmann::json::exception&) {
+    return {};
+  }
+}
+}  // namespace
+
+bool add_to_stats_file(const std::string& path, const CounterSnapshot& delta, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (error) *error = "cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  bool ok = false;
+  if (::flock(fd, LOCK_EX) == 0) {
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0)
+      text.append(buf, static_cast<size_t>(n));
+    CounterSnapshot total = parse_stats(text);
+    total += delta;
+    const std::string out = nlohmann::json(total).dump(2) + "\n";
+    ok = ::ftruncate(fd, 0) == 0 && ::pwrite(fd, out.data(), out.size(), 0) == static_cast<ssize_t>(out.size());
+  }
+  if (!ok && error) *error = "cannot update " + path + ": " + std::strerror(errno);
+  ::close(fd);
+  return ok;
+}
+
+CounterSnapshot read_stats_file(const std::string& path) {
+  std::string text;
+  if (!fs::read_file(path, text)) return {};
+  return parse_stats(text);
+}
+
+}  // namespace moejit::cache

@@ -1,0 +1,45 @@
+#pragma once
+// An exclusive per-key lock: flock(2) on `<key>.lock`.
+//
+// flock is released by the kernel when its holder dies, so a crashed process
+// never leaves a key locked; what it can leave is the lock *file*. The holder
+// unlinks the file before it lets go, and every acquirer checks, once it holds
+// the lock, that the path still names the inode it locked (else it retries).
+// That makes unlinking safe: two processes can never both believe they hold a
+// key, and lock files do not accumulate. A file left by a crash is picked up
+// by the next acquirer (or by sweep_stale) and removed.
+
+#include <optional>
+#include <string>
+
+namespace moejit::cache {
+
+class FileLock {
+ public:
+  // Blocks until the lock is held. nullopt (with *error) when the lock file
+  // cannot be created, e.g. in a read-only directory, or when the file system
+  // refuses flock (some network file systems); then *unsupported is set.
+  static std::optional<FileLock> acquire(const std::string& path, std::string* error, bool* unsupported = nullptr);
+  // Never blocks: nullopt when another holder has it (or on error).
+  static std::optional<FileLock> try_acquire(const std::string& path);
+
+  FileLock(FileLock&& other) noexcept;
+  FileLock& operator=(FileLock&& other) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock();  // unlinks the file, then releases
+
+  // Whether acquire() had to wait for another holder.
+  bool waited() const { return waited_; }
+
+ private:
+  FileLock(std::string path, int fd, bool waited) : path_(std::move(path)), fd_(fd), waited_(waited) {}
+  static std::optional<FileLock> lock(const std::string& path, bool block, std::string* error, bool* unsupported);
+  void release() noexcept;
+
+  std::string path_;
+  int fd_ = -1;
+  bool waited_ = false;
+};
+
+}  // namespace moejit::cache

@@ -1,0 +1,35 @@
+#include "runtime/kernel_cache.hpp"
+
+namespace moejit::runtime {
+
+KernelCache::KernelCache(cache::Config config) : cache_(std::move(config)) {}
+
+KernelCache& KernelCache::global() {
+  static KernelCache instance(cache::Config::from_env());
+  return instance;
+}
+
+std::shared_ptr<const CachedKernel> KernelCache::get_or_build(const codegen::KernelSpec& spec, cache::Source* source) {
+  if (auto hit = memory_.find(spec)) {
+    ++cache_.counters().memory_hits;
+    if (source) *source = cache::Source::memory;
+    return *hit;
+  }
+  cache::Source from = cache::Source::memory;
+  bool made = false;
+  auto kernel = memory_.get_or_make(
+      spec,
+      [&] {
+        const std::string key = cache_key(spec);
+        cache::Resolved r = cache_.resolve(key, spec.summary(), [&] { return to_entry(build_kernel(spec)); });
+        from = r.source;
+        return std::make_shared<const CachedKernel>(from_entry(key, r.entry));
+      },
+      &made);
+  // Another thread of this process was already fetching it: that is a memory hit.
+  if (!made) ++cache_.counters().memory_hits;
+  if (source) *source = from;
+  return kernel;
+}
+
+}  // namespace moejit::runtime

@@ -1,0 +1,76 @@
+#pragma once
+// Kernels through the cache: memory -> disk -> build_kernel() -> publish.
+//
+// get_or_build(spec) is what every caller that needs a cubin uses. A kernel
+// seen before in this process costs one hash-map lookup keyed by the spec
+// itself; the first request computes the SHA-256 key (cache/key.hpp) from
+// the spec, the compiler identity, the template bytes and the pass-pipeline
+// version, and goes to the disk cache, which builds and publishes on a miss.
+// Loading into the GPU (LoadedKernel) is the caller's, and separate.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/cache.hpp"
+#include "cache/key.hpp"
+#include "cache/memory_store.hpp"
+#include "codegen/kernel_spec.hpp"
+#include "codegen/resource_report.hpp"
+#include "runtime/kernel_builder.hpp"
+
+namespace moejit::runtime {
+
+// The files of a kernel's cache entry.
+inline constexpr std::string_view k_file_source = "source.cu";
+inline constexpr std::string_view k_file_ptx = "ptx.nvrtc.ptx";
+inline constexpr std::string_view k_file_final_ptx = "ptx.final.ptx";
+inline constexpr std::string_view k_file_cubin = "kernel.cubin";
+
+struct CachedKernel {
+  std::string key;
+  codegen::KernelSpec spec;
+  std::vector<char> cubin;
+  std::string source;     // the emitted CUDA C++
+  std::string ptx;        // as NVRTC emitted it
+  std::string final_ptx;  // after the PTX passes
+  codegen::ResourceReport resources;
+  double nvrtc_millis = 0, passes_millis = 0, link_millis = 0;  // of the build that made it
+  nlohmann::json meta;                                          // the entry's meta.json
+};
+
+// What decides the key of `spec`, and the key itself.
+cache::KeyInputs key_inputs(const codegen::KernelSpec& spec);
+std::string cache_key(const codegen::KernelSpec& spec);
+
+// A build as a cache entry (files + meta: spec, identity, resources, times, logs), and back.
+cache::Entry to_entry(const BuildArtifacts& built);
+// Throws std::runtime_error naming the key if the entry lacks one of the files.
+CachedKernel from_entry(const std::string& key, const cache::Entry& entry);
+
+struct KernelSpecHash {
+  size_t operator()(const codegen::KernelSpec& spec) const noexcept;
+};
+
+class KernelCache {
+ public:
+  explicit KernelCache(cache::Config config);
+
+  // The process-wide cache, configured from the environment on first use.
+  static KernelCache& global();
+
+  // Throws cache::StrictMissError (MOEJIT_NO_JIT=1) or the build's error.
+  std::shared_ptr<const CachedKernel> get_or_build(const codegen::KernelSpec& spec, cache::Source* source = nullptr);
+
+  cache::CounterSnapshot counters() const { return cache_.counters().snapshot(); }
+  cache::Cache& store() { return cache_; }
+  const cache::Config& config() const { return cache_.config(); }
+
+ private:
+  mutable cache::Cache cache_;
+  cache::MemoryStore<codegen::KernelSpec, std::shared_ptr<const CachedKernel>, KernelSpecHash> memory_;
+};
+
+}  // namespace moejit::runtime

@@ -1,0 +1,253 @@
+// The CLI as a user runs it: precompile (acceptance 1), and `moejit cache`
+// ls, verify, clear, stats, export and import.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cache/bundle.hpp"
+#include "cache_test_util.hpp"
+#include "codegen/moe_config.hpp"
+#include "codegen/smoke_kernel.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "runtime/moe_layer.hpp"
+#include "tools/cli_args.hpp"
+#include "tools/precompile.hpp"
+
+using namespace moejit;
+using moejit::test::TempDir;
+
+namespace {
+test::ProcessResult moejit_cli(const TempDir& scratch, const std::string& cache_dir, std::vector<std::string> args,
+                               std::vector<std::pair<std::string, std::string>> env = {}) {
+  args.insert(args.begin(), MOEJIT_BINARY);
+  env.emplace_back("MOEJIT_CACHE_DIR", cache_dir);
+  return test::run_process(args, env, scratch);
+}
+
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields, each once") {
+  tools::PrecompileRequest r;
+  r.config = codegen::builtin_model("glm5.2");
+  r.batches = tools::parse_batches("1-256");
+  r.targets = tools::parse_targets("sm_90a,sm_120a,sm_90a");
+  CHECK(r.batches.size() == 256);
+  REQUIRE(r.targets.size() == 2);
+  const auto specs = tools::kernels_to_precompile(r);
+
+  // Independently: every spec the layer plans for every (profile, batch), as a set.
+  std::set<std::string> expected;
+  size_t requested = 0;
+  for (const char* profile : {"h200", "rtx-pro-5000"})
+    for (int b = 1; b <= 256; ++b)
+      for (const codegen::KernelSpec& s :
+           runtime::moe_kernel_specs(*r.config, runtime::MoeLayerOptions{}, b, codegen::builtin_profile(profile))) {
+        expected.insert(nlohmann::json(s).dump());
+        ++requested;
+      }
+  std::set<std::string> got;
+  for (const codegen::KernelSpec& s : specs) got.insert(nlohmann::json(s).dump());
+  CHECK(got.size() == specs.size());  // no spec twice
+  CHECK(got == expected);
+  CHECK(specs.size() < requested);  // batch sizes share kernels
+  MESSAGE(specs.size() << " distinct kernels for " << requested << " (target, batch, role) requests");
+  std::set<std::string> keys;
+  for (const codegen::KernelSpec& s : specs) keys.insert(runtime::cache_key(s));
+  CHECK(keys.size() == specs.size());  // distinct specs never share a key
+
+  // --ranks splits the experts; the local count is what the kernels specialize on.
+  r.config = codegen::builtin_model("dsv4.1-flash");
+  r.config->ranks = 8;
+  r.batches = {1};
+  r.targets = {codegen::Target{codegen::Arch::sm_90a}};
+  CHECK(tools::kernels_to_precompile(r).front().constant("kExperts") == 384 / 8);
+  r.config->ranks = 5;
+  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r), doctest::Contains("multiple of ranks R = 5"),
+                       codegen::ConfigError);
+  r.config->ranks = 1;
+  r.batches = {300};
+  CHECK_THROWS_AS(tools::kernels_to_precompile(r), codegen::ConfigError);
+  r.batches = {1};
+  r.targets = {codegen::Target{codegen::Arch::sm_100a}};
+  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r),
+                       doctest::Contains("no built-in device profile plans for sm_100a"), tools::UsageError);
+
+  // Without a configuration: what codegen emits on its own, per target.
+  tools::PrecompileRequest bare;
+  bare.batches = {1, 2};
+  bare.targets = tools::parse_targets("sm_90a,sm_120a");
+  const auto smoke = tools::kernels_to_precompile(bare);
+  REQUIRE(smoke.size() == 2);
+  CHECK(smoke[0] == codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
+
+  CHECK(tools::parse_batches("1-4,2,8") == std::vector<int>{1, 2, 3, 4, 8});
+  CHECK_THROWS_WITH_AS(tools::parse_batches("0-4"), doctest::Contains("not a positive integer"), tools::UsageError);
+  CHECK_THROWS_WITH_AS(tools::parse_batches("8-4"), doctest::Contains("is empty"), tools::UsageError);
+  CHECK_THROWS_WITH_AS(tools::parse_targets("sm_90a,sm_75"), doctest::Contains("'sm_75' is not one of"),
+                       tools::UsageError);
+}
+
+TEST_CASE("precompile --config: the file's model, and a bad field named") {
+  TempDir scratch;
+  test::write_text(scratch / "ok.json",
+                   R"({"experts": 64, "top_k": 4, "hidden": 2048, "intermediate": 1024, "ranks": 4})");
+  tools::PrecompileRequest r;
+  r.config = codegen::load_moe_config(scratch / "ok.json");
+  r.batches = {1, 64};
+  r.targets = {codegen::Target{codegen::Arch::sm_90a}};
+  const auto specs = tools::kernels_to_precompile(r);
+  REQUIRE_FALSE(specs.empty());
+  CHECK(specs.front().constant("kExperts") == 16);
+  CHECK(specs.front().constant("kHidden") == 2048);
+
+  // A shape the planner rejects can never run: an error naming B, the profile and the reason.
+  r.config = codegen::builtin_model("glm5.2");
+  r.config->ranks = 8;
+  r.config->dispatch_sms = 80;
+  r.batches = {1};
+  r.targets = {codegen::Target{codegen::Arch::sm_120a}};
+  CHECK_THROWS_WITH(tools::kernels_to_precompile(r),
+                    doctest::Contains("B = 1 cannot be planned on rtx-pro-5000 (sm_120a): "));
+
+  test::write_text(scratch / "bad.json", R"({"experts": 64, "top_k": 4, "hidden": 520, "intermediate": 1024})");
+  const test::ProcessResult bad =
+      moejit_cli(scratch, scratch / "cache", {"precompile", "--config", scratch / "bad.json", "--targets", "sm_90a"});
+  CHECK(bad.exit_code == 1);
+  CHECK(has(bad.output, "hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]"));
+}
+
+TEST_CASE("acceptance 1: precompile compiles each kernel once; a second run compiles nothing in under 1 s") {
+  TempDir scratch;
+  const std::string dir = scratch / "cache";
+  const std::vector<std::string> args = {"precompile", "--model", "glm5.2",    "--ranks",       "1",
+                                         "--batches",  "1-256",   "--targets", "sm_90a,sm_120a"};
+  const test::ProcessResult cold = moejit_cli(scratch, dir, args);
+  INFO(cold.output);
+  CHECK(cold.exit_code == 0);
+  tools::PrecompileRequest r;
+  r.config = codegen::builtin_model("glm5.2");
+  r.batches = tools::parse_batches("1-256");
+  r.targets = tools::parse_targets("sm_90a,sm_120a");
+  const size_t n = tools::kernels_to_precompile(r).size();
+  const std::string line = fmt::format("distinct kernels  {}\ncompiled          {}\nalready cached    0\n", n, n);
+  CHECK(has(cold.output, line));
+  CHECK(has(cold.output, fmt::format("compiles={} ", n)));
+  CHECK(has(cold.output, fmt::format("[{}/{}] compiled ", n, n)));
+  CHECK(has(cold.output, "ETA"));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const test::ProcessResult warm = moejit_cli(scratch, dir, args);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(warm.output);
+  CHECK(warm.exit_code == 0);
+  CHECK(has(warm.output, fmt::format("distinct kernels  {}\ncompiled          0\nalready cached    {}\n", n, n)));
+  CHECK(has(warm.output, "compiles=0 "));
+  MESSAGE("warm precompile took " << seconds << " s");
+#if defined(__SANITIZE_ADDRESS__)
+  // Instrumented start-up alone (the NVRTC identity probe under ASan's allocator) takes seconds.
+  MESSAGE("ASan build: the 1 s bound is asserted in release builds only");
+#else
+  CHECK(seconds < 1.0);
+#endif
+}
+
+TEST_CASE("cache ls, verify (and --remove), stats and clear") {
+  TempDir scratch;
+  const std::string dir = scratch / "cache";
+  REQUIRE(moejit_cli(scratch, dir, {"precompile", "--targets", "sm_90a,sm_120a", "--jobs", "1"}).exit_code == 0);
+
+  const test::ProcessResult ls = moejit_cli(scratch, dir, {"cache", "ls"});
+  INFO(ls.output);
+  CHECK(ls.exit_code == 0);
+  CHECK(has(ls.output, "smoke_mxfp4_dequant<kThreads=256> @ sm_90a"));
+  CHECK(has(ls.output, "smoke_mxfp4_dequant<kThreads=256> @ sm_120a"));
+  CHECK(has(ls.output, "2 entries"));
+
+  CHECK(moejit_cli(scratch, dir, {"cache", "verify"}).exit_code == 0);
+  const std::string key = runtime::cache_key(codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_120a}));
+  test::flip_byte(dir + "/v1/" + key + "/kernel.cubin", 64);
+  const test::ProcessResult bad = moejit_cli(scratch, dir, {"cache", "verify"});
+  INFO(bad.output);
+  CHECK(bad.exit_code == 1);
+  CHECK(has(bad.output, "BAD  " + key.substr(0, 16) + "  smoke_mxfp4_dequant<kThreads=256> @ sm_120a: kernel.cubin"));
+  CHECK(has(bad.output, "verified 2 entries: 1 ok, 1 bad"));
+  const test::ProcessResult removed = moejit_cli(scratch, dir, {"cache", "verify", "--remove"});
+  CHECK(has(removed.output, "(removed)"));
+  CHECK(moejit_cli(scratch, dir, {"cache", "verify"}).output.find("verified 1 entries: 1 ok, 0 bad") !=
+        std::string::npos);
+
+  const test::ProcessResult stats = moejit_cli(scratch, dir, {"cache", "stats"});
+  INFO(stats.output);
+  CHECK(has(stats.output, "entries    1 "));
+  CHECK(has(stats.output, "compiles          2"));
+
+  CHECK(has(moejit_cli(scratch, dir, {"cache", "clear"}).output, "removed 1 entries"));
+  CHECK(has(moejit_cli(scratch, dir, {"cache", "ls"}).output, "0 entries"));
+  CHECK(test::names_in(dir + "/v1").empty());
+  CHECK(moejit_cli(scratch, dir, {"cache", "frobnicate"}).exit_code == 2);
+}
+
+TEST_CASE("export and import: a relocatable bundle, verified, refused from another toolkit") {
+  TempDir scratch;
+  const std::string here = scratch / "here", there = scratch / "there", bundle = scratch / "kernels.moejit";
+  const std::vector<std::string> precompile = {"precompile", "--model",   "glm5.2", "--batches",
+                                               "8",          "--targets", "sm_90a"};
+  REQUIRE(moejit_cli(scratch, here, precompile).exit_code == 0);
+  const test::ProcessResult exported = moejit_cli(scratch, here, {"cache", "export", bundle});
+  INFO(exported.output);
+  CHECK(has(exported.output, "exported 5 entries"));  // the three roles and the two weight transforms
+
+  const test::ProcessResult imported = moejit_cli(scratch, there, {"cache", "import", bundle});
+  INFO(imported.output);
+  CHECK(imported.exit_code == 0);
+  CHECK(has(imported.output, "(5 new, 0 already present)"));
+  CHECK(moejit_cli(scratch, there, {"cache", "verify"}).exit_code == 0);
+  // The imported cache serves the kernels without compiling, even in strict mode.
+  CHECK(has(moejit_cli(scratch, there, precompile).output, "compiles=0 "));
+  const test::ProcessResult strict = moejit_cli(scratch, there, {"run", "--model", "glm5.2", "--batch", "8"},
+                                                {{"MOEJIT_NO_JIT", "1"}, {"MOEJIT_FORCE_NO_DRIVER", "1"}});
+  INFO(strict.output);
+  CHECK(strict.exit_code == 0);
+  CHECK(has(strict.output, "moe_compute"));
+  CHECK(has(strict.output, "(from the cache "));
+  CHECK_FALSE(has(strict.output, "(compiled)"));
+  CHECK(has(moejit_cli(scratch, there, {"cache", "import", bundle}).output, "(0 new, 5 already present)"));
+
+  SUBCASE("another toolkit's bundle is refused, naming the field") {
+    std::vector<cache::BundleEntry> entries = cache::read_bundle(bundle);
+    entries[1].entry.meta["identity"]["toolchain"]["nvrtc_build"] = "CL-00000000";
+    cache::write_bundle(bundle, entries);
+    const test::ProcessResult refused = moejit_cli(scratch, scratch / "third", {"cache", "import", bundle});
+    INFO(refused.output);
+    CHECK(refused.exit_code == 1);
+    CHECK(has(refused.output, "compiler identity field 'toolchain.nvrtc_build' is \"CL-00000000\" in the bundle"));
+    CHECK_FALSE(std::filesystem::exists(scratch / "third/v1"));  // nothing imported
+  }
+  SUBCASE("a damaged bundle is refused") {
+    test::flip_byte(bundle, test::read_text(bundle).size() - 1);
+    const test::ProcessResult refused = moejit_cli(scratch, scratch / "third", {"cache", "import", bundle});
+    CHECK(refused.exit_code == 1);
+    CHECK(has(refused.output, "fails its SHA-256 check"));
+  }
+}
+
+TEST_CASE("acceptance 4 from the CLI: strict mode fails a miss naming the key and the kernel") {
+  TempDir scratch;
+  const test::ProcessResult r = moejit_cli(scratch, scratch / "empty", {"run", "--model", "glm5.2", "--batch", "8"},
+                                           {{"MOEJIT_NO_JIT", "1"}, {"MOEJIT_FORCE_NO_DRIVER", "1"}});
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  // The first kernel `run` asks for (no GPU: planned on the h200 profile).
+  const codegen::KernelSpec first =
+      runtime::moe_kernel_specs(codegen::builtin_model("glm5.2"), runtime::MoeLayerOptions{}, 8,
+                                codegen::builtin_profile("h200"))
+          .front();
+  CHECK(has(r.output, "MOEJIT_NO_JIT=1 forbids compiling, and kernel " + first.summary() + " (key " +
+                          runtime::cache_key(first) + ") is not in the kernel cache"));
+}

@@ -1,0 +1,178 @@
+// moejit cache: look after the kernel cache (ls, verify, clear, stats,
+// export, import).
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "cache/bundle.hpp"
+#include "cache/counters.hpp"
+#include "cache/fs_util.hpp"
+#include "cache/json_diff.hpp"
+#include "codegen/compiler_identity.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "tools/cache_format.hpp"
+#include "tools/cli_args.hpp"
+#include "tools/commands.hpp"
+
+namespace moejit::tools {
+namespace {
+
+int cache_ls(cache::DiskStore& disk, const cache::Config& config) {
+  const auto entries = disk.list();
+  const std::int64_t now = cache::fs::now_seconds();
+  std::uint64_t total = 0;
+  if (!entries.empty()) fmt::print("{:<16}  {:>10}  {:<12}  {}\n", "KEY", "SIZE", "LAST USE", "KERNEL");
+  // Most recently used first.
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    fmt::print("{:<16}  {:>10}  {:<12}  {}\n", it->key.substr(0, 16), format_bytes(it->bytes),
+               format_age(now - it->last_used_unix), it->summary);
+    total += it->bytes;
+  }
+  fmt::print("{} entries, {} (cap {}) in {}\n", entries.size(), format_bytes(total),
+             config.max_bytes ? format_bytes(config.max_bytes) : "none", disk.dir());
+  return 0;
+}
+
+int cache_verify(cache::DiskStore& disk, bool remove_bad) {
+  int ok = 0, bad = 0;
+  for (const cache::EntryInfo& e : disk.list()) {
+    const cache::Loaded l = disk.load(e.key);
+    if (l.status == cache::LoadStatus::absent) continue;  // removed while we listed
+    if (l.status == cache::LoadStatus::hit) {
+      ++ok;
+      continue;
+    }
+    ++bad;
+    fmt::print("BAD  {}  {}: {}{}\n", e.key.substr(0, 16), e.summary, l.problem,
+               remove_bad && disk.remove(e.key) ? " (removed)" : "");
+  }
+  const cache::SweepResult swept = disk.sweep_stale();
+  if (swept.temp_folders || swept.trash_folders || swept.lock_files)
+    fmt::print("removed leftovers of crashed processes: {} temp folders, {} trash folders, {} lock files\n",
+               swept.temp_folders, swept.trash_folders, swept.lock_files);
+  fmt::print("verified {} entries: {} ok, {} bad\n", ok + bad, ok, bad);
+  return bad ? 1 : 0;
+}
+
+int cache_clear(cache::Cache& store) {
+  cache::DiskStore& disk = store.disk();
+  const std::uint64_t bytes = disk.total_bytes();
+  const int n = disk.clear();
+  disk.sweep_stale();
+  std::remove(store.stats_path().c_str());
+  fmt::print("removed {} entries ({}) from {}\n", n, format_bytes(bytes), disk.dir());
+  return 0;
+}
+
+int cache_stats(cache::Cache& store, const cache::Config& config) {
+  std::uint64_t bytes = 0;
+  const auto entries = store.disk().list();
+  for (const auto& e : entries) bytes += e.bytes;
+  fmt::print("cache dir  {}\n", store.disk().dir());
+  fmt::print("entries    {} ({} of a {} cap)\n", entries.size(), format_bytes(bytes),
+             config.max_bytes ? format_bytes(config.max_bytes) : "unlimited");
+  fmt::print("totals over every process since the last clear:\n{}",
+             format_counters_table(cache::read_stats_file(store.stats_path())));
+  return 0;
+}
+
+int cache_export(cache::DiskStore& disk, const std::string& file) {
+  std::vector<cache::BundleEntry> entries;
+  std::uint64_t bytes = 0;
+  for (const cache::EntryInfo& e : disk.list()) {
+    cache::Loaded l = disk.load(e.key);
+    if (l.status != cache::LoadStatus::hit) {
+      if (l.status == cache::LoadStatus::corrupt)
+        fmt::print(stderr, "moejit cache export: skipping damaged entry {} ({}): {}\n", e.key.substr(0, 16), e.summary,
+                   l.problem);
+      continue;
+    }
+    bytes += l.entry.bytes();
+    entries.push_back({e.key, std::move(l.entry)});
+  }
+  cache::write_bundle(file, entries);
+  fmt::print("exported {} entries ({}) to {}\n", entries.size(), format_bytes(bytes), file);
+  return 0;
+}
+
+// Refuses the whole bundle before writing anything if one entry was built by
+// another toolkit, or keys differently here (other templates or passes).
+void check_importable(const std::string& file, const cache::BundleEntry& e) {
+  const std::string who = fmt::format("entry {} ({})", e.key.substr(0, 16), cache::meta_summary(e.entry.meta));
+  codegen::KernelSpec spec;
+  try {
+    spec = e.entry.meta.at("spec").get<codegen::KernelSpec>();
+  } catch (const std::exception& ex) {
+    throw std::runtime_error(fmt::format("refusing {}: {} has no valid spec: {}", file, who, ex.what()));
+  }
+  const nlohmann::json local = codegen::compiler_identity(spec.target);
+  const nlohmann::json theirs = e.entry.meta.value("identity", nlohmann::json());
+  if (auto d = cache::first_difference(theirs, local))
+    throw std::runtime_error(fmt::format(
+        "refusing {}: {} was built by another toolkit: compiler identity field '{}' is {} in the bundle but {} here",
+        file, who, d->path, d->left, d->right));
+  if (const std::string key = runtime::cache_key(spec); key != e.key)
+    throw std::runtime_error(fmt::format(
+        "refusing {}: {} has key {} but this moejit keys its spec as {} (different templates or PTX pass pipeline)",
+        file, who, e.key.substr(0, 16), key.substr(0, 16)));
+}
+
+int cache_import(cache::DiskStore& disk, const std::string& file) {
+  const std::vector<cache::BundleEntry> entries = cache::read_bundle(file);
+  for (const cache::BundleEntry& e : entries) check_importable(file, e);
+  int added = 0, present = 0;
+  for (const cache::BundleEntry& e : entries) {
+    std::string error;
+    switch (disk.publish(e.key, e.entry, &error)) {
+      case cache::PublishStatus::published: ++added; break;
+      case cache::PublishStatus::kept_existing: ++present; break;
+      case cache::PublishStatus::failed: throw std::runtime_error("import into " + disk.dir() + " failed: " + error);
+    }
+  }
+  fmt::print("imported {} entries from {} ({} new, {} already present); checksums and compiler identity verified\n",
+             entries.size(), file, added, present);
+  return 0;
+}
+
+}  // namespace
+
+int cmd_cache(int argc, char** argv) {
+  const std::vector<OptionSpec> options = {
+      {"remove", false, "verify: also delete the bad entries"},
+      {"help", false, "this text"},
+  };
+  Args args(options, argc, argv, 2);
+  const auto& pos = args.positional();
+  if (args.has("help") || pos.empty()) {
+    fmt::print(
+        "usage: moejit cache <ls | verify [--remove] | clear | stats | export FILE | import FILE>\n\n"
+        "  ls           entries: key, size, last use, kernel\n"
+        "  verify       rehash every file against its meta.json; exit 1 if any entry is bad\n"
+        "  clear        delete every entry\n"
+        "  stats        entries, size, and the counters summed over every process\n"
+        "  export FILE  write every entry into one relocatable bundle with checksums\n"
+        "  import FILE  verify a bundle and add its entries; refused if it was built by another toolkit\n\n"
+        "The cache lives in $MOEJIT_CACHE_DIR, else $XDG_CACHE_HOME/moejit, else ~/.cache/moejit;\n"
+        "MOEJIT_CACHE_MAX_BYTES caps its size (default 1G, LRU eviction).\n\noptions:\n{}",
+        format_options(options));
+    return pos.empty() && !args.has("help") ? 2 : 0;
+  }
+  const std::string& sub = pos[0];
+  const size_t want = (sub == "export" || sub == "import") ? 2 : 1;
+  if (pos.size() != want)
+    throw UsageError(want == 2 ? fmt::format("cache {} needs one FILE", sub)
+                               : fmt::format("cache {}: unexpected argument '{}'", sub, pos.back()));
+  if (args.has("remove") && sub != "verify") throw UsageError("--remove applies to `cache verify` only");
+
+  const cache::Config config = cache::Config::from_env();
+  cache::Cache store(config);
+  if (sub == "ls") return cache_ls(store.disk(), config);
+  if (sub == "verify") return cache_verify(store.disk(), args.has("remove"));
+  if (sub == "clear") return cache_clear(store);
+  if (sub == "stats") return cache_stats(store, config);
+  if (sub == "export") return cache_export(store.disk(), pos[1]);
+  if (sub == "import") return cache_import(store.disk(), pos[1]);
+  throw UsageError(fmt::format("unknown cache command '{}' (ls, verify, clear, stats, export, import)", sub));
+}
+
+}  // namespace moejit::tools

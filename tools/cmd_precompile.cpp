@@ -1,0 +1,158 @@
+// moejit precompile: fill the kernel cache offline, with no GPU, so a serving
+// fleet starts warm. Compiles each distinct kernel once, in parallel.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "codegen/moe_config.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "tools/cache_format.hpp"
+#include "tools/cli_args.hpp"
+#include "tools/commands.hpp"
+#include "tools/precompile.hpp"
+
+namespace moejit::tools {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+PrecompileRequest parse_request(const Args& args) {
+  PrecompileRequest r;
+  if (args.has("model") && args.has("config")) throw UsageError("--model and --config are alternatives; give one");
+  if (auto name = args.get("model")) {
+    try {
+      r.config = codegen::builtin_model(*name);
+    } catch (const std::invalid_argument&) {
+      throw UsageError(
+          fmt::format("--model: '{}' is not one of {}", *name, fmt::join(codegen::builtin_model_names(), ", ")));
+    }
+  } else if (auto file = args.get("config")) {
+    r.config = codegen::load_moe_config(*file);
+  }
+  if (r.config)
+    r.config->ranks = static_cast<int>(args.get_int("ranks", r.config->ranks, 1, 32));
+  else if (args.has("ranks"))
+    throw UsageError("--ranks needs --model or --config");
+  r.batches = parse_batches(args.get_or("batches", "1-256"));
+  if (!args.has("targets")) throw UsageError("--targets is required (e.g. --targets sm_90a,sm_120a)");
+  r.targets = parse_targets(*args.get("targets"));
+  return r;
+}
+
+// Progress on stderr: one line when a kernel starts, one when it is done.
+class Progress {
+ public:
+  explicit Progress(size_t total) : total_(total), start_(Clock::now()) {}
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  void started(const codegen::KernelSpec& spec) {
+    std::lock_guard lock(mu_);
+    fmt::print(stderr, "[{}/{}] current: {}\n", done_, total_, spec.summary());
+  }
+  void finished(const codegen::KernelSpec& spec, std::string_view outcome, double seconds) {
+    std::lock_guard lock(mu_);
+    ++done_;
+    const double e = elapsed();
+    const double eta = done_ ? e / double(done_) * double(total_ - done_) : 0.0;
+    fmt::print(stderr, "[{}/{}] {} {} in {} | elapsed {}, ETA {}\n", done_, total_, outcome, spec.summary(),
+               format_seconds(seconds), format_seconds(e), format_seconds(eta));
+  }
+
+ private:
+  std::mutex mu_;
+  size_t total_, done_ = 0;
+  Clock::time_point start_;
+};
+}  // namespace
+
+int cmd_precompile(int argc, char** argv) {
+  const std::vector<OptionSpec> options = {
+      {"targets", true, "comma-separated targets to compile for, e.g. sm_90a,sm_120a (required)", "T,T"},
+      {"model", true, "built-in model: glm5.2 or dsv4.1-flash", "NAME"},
+      {"config", true, "model configuration from a JSON file instead of --model (as `moejit plan --help` shows)",
+       "FILE"},
+      {"ranks", true, "expert-parallel ranks R, 1..32 (default 1, or the config file's)", "R"},
+      {"batches", true, "tokens per rank: ranges and/or sizes, e.g. 1-256 or 1,2,4,8 (default 1-256)", "LIST"},
+      {"jobs", true, "parallel compiles (default: the number of cores)", "N"},
+      {"help", false, "this text"},
+  };
+  Args args(options, argc, argv, 2);
+  if (args.has("help")) {
+    fmt::print(
+        "usage: moejit precompile --targets T[,T] [--model M | --config FILE] [--ranks R] [--batches B] [--jobs N]\n\n"
+        "Enumerates exactly the distinct kernels the MoE layer of the configuration can need over the\n"
+        "batch range, as the planner plans each shape on each target's built-in device profile\n"
+        "(h200 for sm_90a, rtx-pro-5000 for sm_120a); batch sizes that share a kernel count once.\n"
+        "A range means every size in it (a server meets any B), unlike `moejit plan`, where it\n"
+        "means its powers of two. Compiles the kernels missing from the kernel cache in parallel\n"
+        "and prints a summary. Without --model or --config it compiles every kernel codegen emits\n"
+        "on its own. Needs no GPU. MOEJIT_NO_JIT is ignored here: compiling is this command's job.\n\n"
+        "options:\n{}",
+        format_options(options));
+    return 0;
+  }
+  if (!args.positional().empty())
+    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", args.positional().front()));
+  const PrecompileRequest request = parse_request(args);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto jobs = static_cast<unsigned>(args.get_int("jobs", cores, 1, 1024));
+
+  const std::vector<codegen::KernelSpec> specs = kernels_to_precompile(request);
+  std::string targets;
+  for (codegen::Target t : request.targets) targets += fmt::format("{}{}", targets.empty() ? "" : ",", t.name());
+  const std::string what = request.config
+                               ? fmt::format("model {}, ranks {}", request.config->name, request.config->ranks)
+                               : std::string("every kernel codegen emits");
+  fmt::print(stderr, "precompile: {} distinct kernels for {} ({}, {} batch sizes), {} jobs\n", specs.size(), targets,
+             what, request.batches.size(), std::min<size_t>(jobs, specs.size()));
+
+  cache::Config config = cache::Config::from_env();
+  config.no_jit = false;
+  runtime::KernelCache kc(config);
+  Progress progress(specs.size());
+  std::atomic<size_t> next{0};
+  std::atomic<int> compiled{0}, cached{0}, failed{0};
+  std::mutex errors_mu;
+  std::vector<std::string> errors;
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < specs.size();) {
+      const codegen::KernelSpec& spec = specs[i];
+      progress.started(spec);
+      const auto t0 = Clock::now();
+      try {
+        cache::Source source;
+        kc.get_or_build(spec, &source);
+        const bool built = source == cache::Source::compiled;
+        ++(built ? compiled : cached);
+        progress.finished(spec, built ? "compiled" : "cached  ",
+                          std::chrono::duration<double>(Clock::now() - t0).count());
+      } catch (const std::exception& e) {
+        ++failed;
+        progress.finished(spec, "FAILED  ", std::chrono::duration<double>(Clock::now() - t0).count());
+        std::lock_guard lock(errors_mu);
+        errors.push_back(fmt::format("{}: {}", spec.summary(), e.what()));
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned j = 0; j < std::min<size_t>(jobs, specs.size()); ++j) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+
+  const cache::CounterSnapshot c = kc.counters();
+  fmt::print("distinct kernels  {}\n", specs.size());
+  fmt::print("compiled          {}\n", compiled.load());
+  fmt::print("already cached    {}\n", cached.load());
+  if (failed) fmt::print("failed            {}\n", failed.load());
+  fmt::print("time              {} (compile time {} over {} jobs)\n", format_seconds(progress.elapsed()),
+             format_seconds(c.compile_millis / 1000.0), std::min<size_t>(jobs, specs.size()));
+  fmt::print("cache             {}{}\n", kc.store().disk().dir(),
+             kc.store().disk_writable() ? "" : " (not writable: kernels were kept in memory only)");
+  fmt::print("counters          {}\n", format_counters_line(c));
+  for (const std::string& e : errors) fmt::print(stderr, "moejit precompile: error: {}\n", e);
+  return failed ? 1 : 0;
+}
+
+}  // namespace moejit::tools
