@@ -47,7 +47,7 @@ struct ComputeItem {
   int token_tiles;
 };
 
-template <int kTileN, int kTiles1, int kTiles2>
+template <int kTileN>
 __device__ ComputeItem decode_item(const MoeWorkspace& ws, int item, int n_active, int items1) {
   ComputeItem it;
   it.gemm2 = item >= items1;
@@ -89,7 +89,7 @@ template <int kHidden, int kInter, int kTopK, int kTileN, int kStages, class Ato
 __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* __restrict__ w1_scales,
                             const u32* __restrict__ w2_scales, const float* __restrict__ topk_weights, float clamp,
                             const MoeWorkspace& ws) {
-  constexpr int kTiles1 = 2 * kInter / 64, kTiles2 = kHidden / 64;
+  constexpr int kTiles1 = 2 * kInter / 64;                          // GEMM1 items per token tile of an expert
   constexpr int kBlocks1 = kHidden / 128, kBlocks2 = kInter / 128;  // K128 steps
   constexpr int kGroups = kTileN / 8;
   using Stage = ComputeStage<kTileN, Atom::kXRowBytes>;
@@ -123,7 +123,7 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
     }
     constexpr int kRowsPerLane = (kTileN + 31) / 32;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const ComputeItem it = decode_item<kTileN, kTiles1, kTiles2>(ws, item, n_active, items1);
+      const ComputeItem it = decode_item<kTileN>(ws, item, n_active, items1);
       if (it.gemm2) {
         // The handoff rows of this expert are complete once every GEMM1 item released.
         if (lane == 0) {
@@ -173,7 +173,7 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
   const int g = lane / 4, t = lane % 4;
   const float clamp_bf16 = round_bf16(clamp);
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const ComputeItem it = decode_item<kTileN, kTiles1, kTiles2>(ws, item, n_active, items1);
+    const ComputeItem it = decode_item<kTileN>(ws, item, n_active, items1);
     const int groups = (it.rows + 7) / 8;
     float acc[kGroups][4];
 #pragma unroll
