@@ -14,6 +14,7 @@ std::vector<KernelParam> workspace_params() {
       {"ws_item_begin1", ParamType::ptr, "int*"},
       {"ws_item_begin2", ParamType::ptr, "int*"},
       {"ws_l1_done", ParamType::ptr, "int*"},
+      {"ws_l1_target", ParamType::ptr, "int*"},
       {"ws_x_q", ParamType::ptr, "moejit::u8*"},
       {"ws_x_scales", ParamType::ptr, "moejit::u32*"},
       {"ws_x_bf16", ParamType::ptr, "moejit::u16*"},
@@ -63,6 +64,8 @@ KernelSpec moe_dispatch_spec(const MoeKernelShape& shape, Target target) {
       {"x_bf16", ParamType::ptr, "const moejit::u16*"},
       {"tokens", ParamType::u32, "moejit::u32"},
   });
+  // Programmatic dependent launch: the compute role's launch is released here.
+  s.required_instructions = {"griddepcontrol.launch_dependents"};
   return s;
 }
 
@@ -88,9 +91,10 @@ KernelSpec moe_compute_spec(const MoeKernelShape& shape, Target target) {
       {"topk_weights", ParamType::ptr, "const float*"},
       {"clamp", ParamType::f32, "float"},
   });
-  s.required_instructions = {"cp.async.bulk.tensor", native_block_scaled
-                                                         ? "mma.sync.aligned.kind::mxf8f6f4.block_scale"
-                                                         : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"};
+  s.required_instructions = {"cp.async.bulk.tensor",
+                             native_block_scaled ? "mma.sync.aligned.kind::mxf8f6f4.block_scale"
+                                                 : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                             "griddepcontrol.wait", "griddepcontrol.launch_dependents"};
   return s;
 }
 
@@ -102,6 +106,7 @@ KernelSpec moe_finalize_spec(const MoeKernelShape& shape, Target target) {
       {"y", ParamType::ptr, "moejit::u16*"},
       {"tokens", ParamType::u32, "moejit::u32"},
   });
+  s.required_instructions = {"griddepcontrol.wait"};
   return s;
 }
 

@@ -64,7 +64,14 @@ namespace moejit::runtime {
   X(cuGraphInstantiateWithFlags, 11040)                \
   X(cuGraphLaunch, 10000)                              \
   X(cuGraphExecDestroy, 10000)                         \
-  X(cuGraphDestroy, 10000)
+  X(cuGraphDestroy, 10000)                             \
+  X(cuGraphCreate, 10000)                              \
+  X(cuGraphAddKernelNode, 12000)                       \
+  X(cuGraphAddDependencies, 12030)                     \
+  X(cuGraphAddChildGraphNode, 10000)                   \
+  X(cuStreamGetCaptureInfo, 12030)                     \
+  X(cuStreamUpdateCaptureDependencies, 12030)          \
+  X(cuThreadExchangeStreamCaptureMode, 10010)
 
 struct DriverApi {
 #define MOEJIT_DECLARE_PFN(name, version) PFN_##name##_v##version name = nullptr;

@@ -22,4 +22,22 @@ void LoadedKernel::launch(const LaunchDims& dims, CUstream stream, void** args) 
   MOEJIT_CU(cuLaunchKernel, fn, dims.grid, 1, 1, dims.block, 1, 1, dims.dynamic_smem, stream, args, nullptr);
 }
 
+void LoadedKernel::launch_ex(const LaunchDims& dims, CUstream stream, void** args, bool programmatic) const {
+  CUfunction fn = nullptr;
+  MOEJIT_CU(cuKernelGetFunction, &fn, kernel_);
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = dims.grid;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = dims.block;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = dims.dynamic_smem;
+  config.hStream = stream;
+  config.attrs = programmatic ? &attr : nullptr;
+  config.numAttrs = programmatic ? 1 : 0;
+  MOEJIT_CU(cuLaunchKernelEx, &config, fn, args, nullptr);
+}
+
 }  // namespace moejit::runtime

@@ -27,6 +27,10 @@ class LoadedKernel {
 
   // Launches on `stream` in the current context. `args` as for cuLaunchKernel.
   void launch(const LaunchDims& dims, CUstream stream, void** args) const;
+  // Through cuLaunchKernelEx; `programmatic` sets programmatic stream
+  // serialization (the kernel may start before the previous one on `stream`
+  // completes, and must wait for it with griddepcontrol.wait).
+  void launch_ex(const LaunchDims& dims, CUstream stream, void** args, bool programmatic) const;
 
  private:
   CUlibrary library_ = nullptr;

@@ -43,7 +43,9 @@ struct MoeCheckResult {
   std::size_t unwritten = 0;           // outputs still holding the poison pattern
   bool rerun_identical = false;        // a second forward produced the same bits
   bool x_quantization_matches = true;  // BF16 input: the kernel's MXFP8 equals the CPU twin's
+  int epoch = 0;                       // the workspace header's epoch after the two forwards (must be 2)
   double gpu_ms = 0;
+  double wall_seconds = 0;  // the whole check, CPU references included
   bool passed() const;
   std::string summary() const;
 };

@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/device_profile.hpp"
@@ -24,6 +25,7 @@
 #include "runtime/loaded_kernel.hpp"
 #include "runtime/moe_reference.hpp"
 #include "runtime/moe_workspace.hpp"
+#include "runtime/role_graph.hpp"
 #include "runtime/tensor_map.hpp"
 
 namespace moejit::runtime {
@@ -36,14 +38,23 @@ using InvalidInput = codegen::ConfigError;
 struct MoeLayerOptions {
   bool input_bf16 = false;  // x arrives as BF16 and is quantized by the dispatch role
   int device = 0;
-  // Validate topk_ids on the host before launch (one small device->host copy).
-  // Off: an id outside [0, E) still never reads a neighbour; it poisons its token with NaN.
-  bool check_routes_on_host = true;
+  // Validate topk_ids on the host before launch: a device->host copy and a
+  // stream sync per forward, and refused while the stream is capturing. Off
+  // (the default): an id outside [0, E) still never reads a neighbour; it
+  // poisons its token with NaN.
+  bool check_routes_on_host = false;
+  // Programmatic dependent launch between the roles: compute starts (barrier
+  // setup, descriptor prefetch) while dispatch runs, finalize while compute runs.
+  bool pdl = true;
+  // Launch each forward as its cached role graph (false: three launches).
+  bool use_graphs = true;
   // Tuning overrides of the planned geometry (0: as planned; ctas_per_sm
-  // chooses the depth that lets that many compute CTAs share an SM).
+  // chooses the depth that lets that many compute CTAs share an SM;
+  // compute_grid replaces the persistent grid and must still be resident).
   int tile_n = 0;
   int stages = 0;
   int ctas_per_sm = 0;
+  int compute_grid = 0;
 };
 
 // Checkpoint-layout MXFP4 weights in device memory (DESIGN.md "Weights").
@@ -62,7 +73,8 @@ struct MoeForwardArgs {
   int tokens = 0;
 };
 
-// Optional events recorded between the roles (for the benchmark's per-role split).
+// Optional events recorded between the roles (for the benchmark's per-role
+// split). A forward given events launches its roles directly, without PDL.
 struct RoleEvents {
   CUevent start = nullptr, dispatched = nullptr, computed = nullptr, finalized = nullptr;
 };
@@ -76,6 +88,7 @@ void validate_layer_config(const codegen::MoeConfig& config);
 void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptions& options,
                            const MoeForwardArgs& args);
 void validate_route_ids(const codegen::MoeConfig& config, const std::vector<std::int32_t>& ids);
+void validate_layer_options(const MoeLayerOptions& options);
 
 // The planner's geometry for `tokens` on `profile`, as the kernel shape of the
 // role kernels (pure: the no-GPU paths use it too).
@@ -88,6 +101,16 @@ std::vector<codegen::KernelSpec> moe_kernel_specs(const codegen::MoeConfig& conf
 // The profile of a live device.
 codegen::DeviceProfile device_profile(const DeviceInfo& device);
 
+// Thread safety: forward() may be called from several threads at once. Each
+// stream gets its own workspace (allocated on its first forward), so
+// concurrent forwards must use different streams; each kernel is compiled once.
+//
+// Graphs: a forward is the layer's role graph for its arguments (child-graph
+// cache, keyed by SHA-256 of the roles' argument bytes, cubins and launch
+// triples). On a capturing stream it is attached as a child node; otherwise
+// it is instantiated once and launched. A warm forward (arguments seen before
+// on that stream) is a hash-map lookup and cuGraphLaunch: no allocation, no
+// hashing of buffers, no file I/O.
 class MoeLayer {
  public:
   MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevice& weights,
@@ -102,10 +125,20 @@ class MoeLayer {
   const reference::MoeProblem& problem() const { return problem_; }
   const MoeLayerOptions& options() const { return options_; }
   const MoeWorkspaceLayout& workspace_layout() const { return layout_; }
-  CUdeviceptr workspace() const { return workspace_.ptr(); }
+  // The workspace forwards on `stream` use (0 before its first forward).
+  CUdeviceptr workspace(CUstream stream) const;
+  // Waits for `stream`, then frees its workspace and graphs (call it before
+  // destroying a stream the layer has seen; a later forward starts afresh).
+  void release_stream(CUstream stream);
   // The kernel shape the layer uses for `tokens` (plans it if needed).
   codegen::MoeKernelShape kernel_shape(int tokens) const;
   int kernels_built() const;
+  struct GraphCounters {
+    std::uint64_t built = 0;      // role graphs created (a miss of the child-graph cache)
+    std::uint64_t reused = 0;     // new argument sets whose digest matched an existing graph
+    std::uint64_t warm_hits = 0;  // forwards that found their graph by argument lookup
+  };
+  GraphCounters graph_counters() const;
   // The packed weights (payload, scales) of W1 and W2, for tests.
   struct PackedDevice {
     CUdeviceptr w1, s1, w2, s2;
@@ -114,8 +147,21 @@ class MoeLayer {
 
  private:
   struct RoleKernels;
-  const RoleKernels& kernels_for(int tokens);
-  void validate(const MoeForwardArgs& args) const;
+  struct StreamState;
+  struct LaunchKey {
+    int tokens;
+    CUdeviceptr x_q, x_scales, x_bf16, topk_ids, topk_weights, y;
+    friend bool operator==(const LaunchKey&, const LaunchKey&) = default;
+  };
+  struct LaunchKeyHash {
+    std::size_t operator()(const LaunchKey& k) const noexcept;
+  };
+
+  const RoleKernels& kernels_for_locked(int tokens);
+  StreamState& stream_state_locked(CUstream stream);
+  std::vector<RoleLaunch> role_launches(const RoleKernels& k, const MoeForwardArgs& a, const StreamState& st) const;
+  std::shared_ptr<RoleGraph> graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing);
+  void check_routes(const MoeForwardArgs& a, bool capturing) const;
 
   codegen::MoeConfig config_;
   reference::MoeProblem problem_;
@@ -123,13 +169,17 @@ class MoeLayer {
   DeviceInfo device_;
   codegen::DeviceProfile profile_;
   codegen::Target target_;
+  CUcontext context_ = nullptr;  // the graph nodes' explicit context
   MoeWorkspaceLayout layout_;
-  DeviceBuffer workspace_;
-  DeviceBuffer w1_, s1_, w2_, s2_;  // packed
-  TensorMapBlob w1_map_, w2_map_;   // passed by value to the compute role
+  DeviceBuffer w1_, s1_, w2_, s2_;   // packed
+  TensorMapBlob w1_map_, w2_map_;    // passed by value to the compute role
+  CUstream setup_stream_ = nullptr;  // non-blocking: clears new workspaces, also during a capture
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<RoleKernels>> kernels_;  // by compute spec summary
   std::vector<const RoleKernels*> by_tokens_;                    // [B] -> kernels, filled on first use
+  std::unordered_map<CUstream, std::unique_ptr<StreamState>> streams_;
+  std::unordered_map<std::string, std::shared_ptr<RoleGraph>> graphs_;  // the child-graph cache, by digest
+  GraphCounters graph_counters_;
 };
 
 }  // namespace moejit::runtime

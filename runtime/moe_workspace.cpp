@@ -20,6 +20,7 @@ MoeWorkspaceLayout MoeWorkspaceLayout::make(int experts, int top_k, int hidden, 
   l.item_begin1 = region(4 * (std::size_t(experts) + 1));
   l.item_begin2 = region(4 * (std::size_t(experts) + 1));
   l.l1_done = region(4 * std::size_t(experts));
+  l.l1_target = region(4 * std::size_t(experts));
   l.x_q = region(std::size_t(token_capacity) * hidden);
   l.x_scales = region(std::size_t(token_capacity) * hidden / 32);
   l.x_bf16 = region(2 * std::size_t(token_capacity) * hidden);
@@ -31,8 +32,8 @@ MoeWorkspaceLayout MoeWorkspaceLayout::make(int experts, int top_k, int hidden, 
 
 std::vector<CUdeviceptr> MoeWorkspaceLayout::pointers(CUdeviceptr base) const {
   return {base + header,      base + token_poison, base + route_slot,  base + active_expert, base + active_rows,
-          base + active_base, base + item_begin1,  base + item_begin2, base + l1_done,       base + x_q,
-          base + x_scales,    base + x_bf16,       base + handoff,     base + arena};
+          base + active_base, base + item_begin1,  base + item_begin2, base + l1_done,       base + l1_target,
+          base + x_q,         base + x_scales,     base + x_bf16,      base + handoff,       base + arena};
 }
 
 }  // namespace moejit::runtime

@@ -10,14 +10,19 @@
 
 namespace moejit::runtime {
 
+// The host's view of the workspace header (templates' MoeHeader).
+struct MoeHeaderView {
+  int n_active, items1, items2, epoch;
+};
+
 struct MoeWorkspaceLayout {
   // Byte offsets, in the order of MOEJIT_WORKSPACE_FORMALS.
   std::size_t header, token_poison, route_slot, active_expert, active_rows, active_base, item_begin1, item_begin2,
-      l1_done, x_q, x_scales, x_bf16, handoff, arena;
+      l1_done, l1_target, x_q, x_scales, x_bf16, handoff, arena;
   std::size_t total = 0;
 
   static MoeWorkspaceLayout make(int experts, int top_k, int hidden, int intermediate, int token_capacity);
-  // The 14 device pointers for base address `base`, in formal order.
+  // The 15 device pointers for base address `base`, in formal order.
   std::vector<CUdeviceptr> pointers(CUdeviceptr base) const;
 };
 

@@ -108,6 +108,9 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
     fence_barrier_init();
   }
   __syncthreads();
+  // Everything below reads what the dispatch role wrote.
+  griddep_wait();
+  griddep_launch_dependents();
 
   const int n_active = ws.header->n_active;
   const int items1 = ws.header->items1;
@@ -128,7 +131,9 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
         // The handoff rows of this expert are complete once every GEMM1 item released.
         if (lane == 0) {
           const int* done = ws.l1_done + it.active;
-          while (ld_acquire_gpu(done) < kTiles1 * it.token_tiles) __nanosleep(64);
+          const int target = ws.l1_target[it.active];
+          // Monotone counter: wrap-safe comparison against this forward's target.
+          while (ld_acquire_gpu(done) - target < 0) __nanosleep(64);
           fence_proxy_async_global();
         }
         __syncwarp();

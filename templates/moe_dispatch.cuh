@@ -85,7 +85,9 @@ __device__ void moe_route(const MoeWorkspace& ws, const i32* __restrict__ topk_i
     ws.active_expert[a] = e;
     ws.active_rows[a] = s_count[e];
     ws.active_base[a] = s_base[e];
-    ws.l1_done[a] = 0;
+    // l1_done is never reset: the previous forward's compute role has
+    // finished (stream order), so its value is stable here.
+    ws.l1_target[a] = ws.l1_done[a] + token_tiles * kTiles1;
     s_items1[a] = token_tiles * kTiles1;
     s_items2[a] = token_tiles * kTiles2;
   }
@@ -108,6 +110,7 @@ __device__ void moe_route(const MoeWorkspace& ws, const i32* __restrict__ topk_i
     ws.header->n_active = n_active;
     ws.header->items1 = items1;
     ws.header->items2 = items2;
+    ws.header->epoch = ws.header->epoch + 1;
     ws.item_begin1[n_active] = items1;
     ws.item_begin2[n_active] = items1 + items2;
   }
@@ -191,6 +194,9 @@ template <int kExperts, int kTopK, int kHidden, int kTileN, int kTiles1, int kTi
 __device__ void moe_dispatch(const i32* __restrict__ topk_ids, const u8* __restrict__ x_q_in,
                              const u32* __restrict__ x_scales_in, const u16* __restrict__ x_bf16_in, u32 tokens,
                              const MoeWorkspace& ws) {
+  // The compute role may launch now: its CTAs set up their barriers and
+  // prefetch descriptors while this grid runs, then wait for it to complete.
+  griddep_launch_dependents();
   if (blockIdx.x == 0) {
     moe_route<kExperts, kTopK, kTileN, kTiles1, kTiles2, kThreads>(ws, topk_ids, tokens);
     if (gridDim.x > 1) return;

@@ -2,6 +2,7 @@
 // Role 3, finalize: y[t] = BF16(sum over j of the k BF16 route rows, in FP32,
 // in slot order j = 0..k-1). A token with a poisoned route becomes NaN.
 
+#include "moe_ptx.cuh"
 #include "moe_workspace.cuh"
 
 namespace moejit {
@@ -36,6 +37,7 @@ __device__ void moe_finalize(u16* __restrict__ y, u32 tokens, const MoeWorkspace
 
 template <int kHidden, int kTopK>
 __device__ void moe_finalize_entry(u16* y, u32 tokens, MOEJIT_WORKSPACE_FORMALS) {
+  griddep_wait();  // the arena rows are the compute role's
   moe_finalize<kHidden, kTopK>(y, tokens, MOEJIT_WORKSPACE_STRUCT);
 }
 

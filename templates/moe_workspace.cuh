@@ -1,8 +1,10 @@
 #pragma once
 // The device view of the MoE workspace (seed §5.3): one flat allocation laid
 // out by runtime/moe_workspace.cpp, handed to the role kernels as named
-// pointers. Everything a forward writes before it reads it is rewritten by
-// the dispatch role, so graph replays need no reset pass.
+// pointers. Graph replays need no reset pass: every region a forward reads
+// is first rewritten by its own dispatch role, and the synchronization state
+// is monotone (the header epoch and the l1_done counters only ever grow; the
+// dispatch role derives this forward's targets from their current values).
 
 #include "mx_types.cuh"
 
@@ -12,7 +14,7 @@ struct MoeHeader {
   int n_active;  // experts with at least one route
   int items1;    // GEMM1 items (64-row weight tile x token tile)
   int items2;    // GEMM2 items
-  int reserved;
+  int epoch;     // forwards run on this workspace: monotone, +1 per dispatch
 };
 
 struct MoeWorkspace {
@@ -24,7 +26,8 @@ struct MoeWorkspace {
   int* active_base;    // [E]: first position of active expert a in route_slot
   int* item_begin1;    // [E+1]: first GEMM1 item of active expert a (prefix)
   int* item_begin2;    // [E+1]: first GEMM2 item of active expert a (prefix, after GEMM1's)
-  int* l1_done;        // [E]: GEMM1 items finished per active expert (release/acquire)
+  int* l1_done;        // [E]: GEMM1 items finished per active slot, monotone (release/acquire)
+  int* l1_target;      // [E]: the l1_done value at which this forward's slot a is complete
   u8* x_q;             // [Bcap][H]: E4M3 activations (written when the input is BF16)
   u32* x_scales;       // [Bcap][H/128]: packed UE8M0 scales (likewise)
   u16* x_bf16;         // [Bcap][H]: BF16 image of the MXFP8 activations
@@ -36,12 +39,13 @@ struct MoeWorkspace {
 // the same list, in this order) and the struct built from them.
 #define MOEJIT_WORKSPACE_FORMALS                                                                                      \
   moejit::MoeHeader *ws_header, int *ws_token_poison, int *ws_route_slot, int *ws_active_expert, int *ws_active_rows, \
-      int *ws_active_base, int *ws_item_begin1, int *ws_item_begin2, int *ws_l1_done, moejit::u8 *ws_x_q,             \
-      moejit::u32 *ws_x_scales, moejit::u16 *ws_x_bf16, moejit::u16 *ws_handoff, moejit::u16 *ws_arena
+      int *ws_active_base, int *ws_item_begin1, int *ws_item_begin2, int *ws_l1_done, int *ws_l1_target,              \
+      moejit::u8 *ws_x_q, moejit::u32 *ws_x_scales, moejit::u16 *ws_x_bf16, moejit::u16 *ws_handoff,                  \
+      moejit::u16 *ws_arena
 #define MOEJIT_WORKSPACE_STRUCT                                                                                  \
   moejit::MoeWorkspace {                                                                                         \
     ws_header, ws_token_poison, ws_route_slot, ws_active_expert, ws_active_rows, ws_active_base, ws_item_begin1, \
-        ws_item_begin2, ws_l1_done, ws_x_q, ws_x_scales, ws_x_bf16, ws_handoff, ws_arena                         \
+        ws_item_begin2, ws_l1_done, ws_l1_target, ws_x_q, ws_x_scales, ws_x_bf16, ws_handoff, ws_arena           \
   }
 
 }  // namespace moejit

@@ -1,0 +1,343 @@
+// The production runtime on the GPU: capture and replay, concurrent forwards
+// from many threads, residency refusals and the TensorMap cache.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "runtime/kernel_cache.hpp"
+#include "runtime/moe_check.hpp"
+#include "runtime/mx_format.hpp"
+#include "runtime/residency.hpp"
+#include "runtime/tensor_map_cache.hpp"
+
+using namespace moejit;
+using runtime::DeviceBuffer;
+
+namespace {
+codegen::MoeConfig small_config(const char* name, int experts, int top_k, int hidden, int intermediate) {
+  codegen::MoeConfig c;
+  c.name = name;
+  c.experts = experts;
+  c.top_k = top_k;
+  c.hidden = hidden;
+  c.intermediate = intermediate;
+  return c;
+}
+
+// One forward's inputs on the host: x (BF16 grid, then MXFP8), a routing.
+struct HostInputs {
+  std::vector<std::uint16_t> x_bf16;
+  mx::MxMatrix xq;
+  std::vector<std::uint32_t> xs_words;
+  reference::Routing routing;
+};
+
+HostInputs random_inputs(const reference::MoeProblem& p, int tokens, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  HostInputs in;
+  std::vector<float> x(std::size_t(tokens) * p.hidden);
+  in.x_bf16.resize(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    in.x_bf16[i] = mx::bf16_bits(normal(rng));
+    x[i] = static_cast<float>(mx::bf16_value(in.x_bf16[i]));
+  }
+  in.xq = mx::quantize_mxfp8(x, tokens, p.hidden);
+  in.xs_words = mx::pack_scale_words(in.xq.scales, tokens, p.hidden);
+  in.routing = runtime::random_routing(p, tokens, runtime::RoutingKind::uniform, rng());
+  return in;
+}
+
+// Device buffers that hold one forward's inputs and output at a fixed address.
+struct DeviceInputs {
+  DeviceBuffer xq, xs, ids, w, y;
+  DeviceInputs(const reference::MoeProblem& p, int tokens)
+      : xq(std::size_t(tokens) * p.hidden),
+        xs(std::size_t(tokens) * p.hidden / 32),
+        ids(std::size_t(tokens) * p.top_k * 4),
+        w(std::size_t(tokens) * p.top_k * 4),
+        y(std::size_t(tokens) * p.hidden * 2) {}
+  void upload(const HostInputs& in, CUstream s) {
+    MOEJIT_CU(cuMemcpyHtoDAsync, xq.ptr(), in.xq.elements.data(), in.xq.elements.size(), s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xs_words.data(), in.xs_words.size() * 4, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, ids.ptr(), in.routing.ids.data(), in.routing.ids.size() * 4, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, w.ptr(), in.routing.weights.data(), in.routing.weights.size() * 4, s);
+  }
+  runtime::MoeForwardArgs args(int tokens) const {
+    return {xq.ptr(), xs.ptr(), 0, ids.ptr(), w.ptr(), y.ptr(), tokens};
+  }
+};
+
+std::vector<std::uint16_t> download_sync(const DeviceBuffer& b, CUstream s) {
+  std::vector<std::uint16_t> v(b.bytes() / 2);
+  MOEJIT_CU(cuStreamSynchronize, s);
+  b.download(v);
+  return v;
+}
+
+std::size_t bad_elements(const std::vector<std::uint16_t>& y) {
+  std::size_t bad = 0;
+  for (std::uint16_t v : y) bad += (v & 0x7F80u) == 0x7F80u;  // NaN, Inf, or the 0xFFFF poison
+  return bad;
+}
+
+double cosine_vs_reference(const runtime::RandomWeights& w, const reference::MoeProblem& p, const HostInputs& in,
+                           const std::vector<std::uint16_t>& y) {
+  const std::vector<std::uint16_t> want =
+      reference::quantized_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing);
+  std::vector<double> a(y.size()), b(want.size());
+  for (std::size_t i = 0; i < y.size(); ++i) a[i] = mx::bf16_value(y[i]);
+  for (std::size_t i = 0; i < want.size(); ++i) b[i] = mx::bf16_value(want[i]);
+  return reference::compare(a, b).cosine;
+}
+
+int header_epoch(const runtime::MoeLayer& layer, CUstream s) {
+  runtime::MoeHeaderView h{};
+  MOEJIT_CU(cuMemcpyDtoH, &h, layer.workspace(s) + layer.workspace_layout().header, sizeof(h));
+  return h.epoch;
+}
+
+std::uint64_t seed_base() {
+  const char* env = std::getenv("MOEJIT_TEST_SEED");
+  static const std::uint64_t s = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a captured decode step of two layers replays 100 times bitwise like eager execution") {
+  runtime::ScopedContext ctx(0);
+  const std::uint64_t seed = seed_base() ^ 0xC0FFEEull;
+  MESSAGE("MOEJIT_TEST_SEED=" << seed_base());
+  const int B = 24;
+  // Layer 1 takes MXFP8 x; layer 2 (other weights, other experts) takes layer 1's BF16 y.
+  const codegen::MoeConfig c1 = small_config("capture-l1", 32, 4, 1024, 512);
+  const codegen::MoeConfig c2 = small_config("capture-l2", 64, 6, 1024, 768);
+  const reference::MoeProblem p1 = runtime::problem_of(c1), p2 = runtime::problem_of(c2);
+  const runtime::RandomWeights w1 = runtime::random_weights(p1, seed + 1), w2 = runtime::random_weights(p2, seed + 2);
+  runtime::MoeLayer layer1(c1, w1.device());
+  runtime::MoeLayerOptions bf16;
+  bf16.input_bf16 = true;
+  runtime::MoeLayer layer2(c2, w2.device(), bf16);
+
+  DeviceInputs in1(p1, B), in2(p2, B);
+  runtime::MoeForwardArgs a1 = in1.args(B), a2 = in2.args(B);
+  a2.x_q = a2.x_scales = 0;
+  a2.x_bf16 = in1.y.ptr();
+
+  CUstream capture = nullptr, eager = nullptr;
+  MOEJIT_CU(cuStreamCreate, &capture, CU_STREAM_NON_BLOCKING);
+  MOEJIT_CU(cuStreamCreate, &eager, CU_STREAM_NON_BLOCKING);
+  // Cold inside the capture: planning, compiling and the workspace happen here.
+  MOEJIT_CU(cuStreamBeginCapture, capture, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  layer1.forward(a1, capture);
+  layer2.forward(a2, capture);
+  CUgraph step = nullptr;
+  MOEJIT_CU(cuStreamEndCapture, capture, &step);
+  CUgraphExec exec = nullptr;
+  MOEJIT_CU(cuGraphInstantiateWithFlags, &exec, step, 0);
+  CHECK(layer1.graph_counters().built == 1);
+  CHECK(layer2.graph_counters().built == 1);
+
+  int mismatches = 0, bad = 0;
+  double worst_cosine = 1.0;
+  const int replays = 100;
+  for (int i = 0; i < replays; ++i) {
+    const HostInputs h1 = random_inputs(p1, B, seed + 100 + 2 * i), h2 = random_inputs(p2, B, seed + 101 + 2 * i);
+    in1.upload(h1, capture);
+    MOEJIT_CU(cuMemcpyHtoDAsync, in2.ids.ptr(), h2.routing.ids.data(), h2.routing.ids.size() * 4, capture);
+    MOEJIT_CU(cuMemcpyHtoDAsync, in2.w.ptr(), h2.routing.weights.data(), h2.routing.weights.size() * 4, capture);
+    MOEJIT_CU(cuMemsetD8Async, in1.y.ptr(), 0xFF, in1.y.bytes(), capture);
+    MOEJIT_CU(cuMemsetD8Async, in2.y.ptr(), 0xFF, in2.y.bytes(), capture);
+    MOEJIT_CU(cuGraphLaunch, exec, capture);
+    const std::vector<std::uint16_t> g1 = download_sync(in1.y, capture), g2 = download_sync(in2.y, capture);
+
+    MOEJIT_CU(cuMemsetD8Async, in1.y.ptr(), 0xFF, in1.y.bytes(), eager);
+    MOEJIT_CU(cuMemsetD8Async, in2.y.ptr(), 0xFF, in2.y.bytes(), eager);
+    layer1.forward(a1, eager);
+    layer2.forward(a2, eager);
+    const std::vector<std::uint16_t> e1 = download_sync(in1.y, eager), e2 = download_sync(in2.y, eager);
+    mismatches += (g1 != e1) + (g2 != e2);
+    bad += static_cast<int>(bad_elements(g1) + bad_elements(g2));
+    if (i == 0 || i == replays - 1) worst_cosine = std::min(worst_cosine, cosine_vs_reference(w1, p1, h1, g1));
+  }
+  MESSAGE(fmt::format("{} replays: {} mismatches vs eager, {} NaN/Inf/unwritten, layer-1 cosine {:.7f}", replays,
+                      mismatches, bad, worst_cosine));
+  CHECK(mismatches == 0);
+  CHECK(bad == 0);
+  CHECK(worst_cosine >= 0.99999);
+  // Every replay ran the dispatch role once per layer (the epoch is monotone,
+  // nothing resets it), and the graphs were never rebuilt.
+  CHECK(header_epoch(layer1, capture) == replays);
+  CHECK(header_epoch(layer2, capture) == replays);
+  CHECK(header_epoch(layer1, eager) == replays);
+  CHECK(layer1.graph_counters().built == 2);  // the captured one and the eager stream's
+  CHECK(layer1.graph_counters().warm_hits == replays - 1);
+
+  // Host route checks copy to the host, which a capture cannot contain: refused by name.
+  runtime::MoeLayerOptions checked;
+  checked.check_routes_on_host = true;
+  runtime::MoeLayer layer3(c1, w1.device(), checked);
+  MOEJIT_CU(cuStreamBeginCapture, capture, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  CHECK_THROWS_WITH(layer3.forward(a1, capture), doctest::Contains("check_routes_on_host"));
+  CUgraph unused = nullptr;
+  runtime::driver().cuStreamEndCapture(capture, &unused);
+  if (unused) runtime::driver().cuGraphDestroy(unused);
+
+  layer1.release_stream(capture);
+  layer1.release_stream(eager);
+  layer2.release_stream(capture);
+  layer2.release_stream(eager);
+  runtime::driver().cuGraphExecDestroy(exec);
+  runtime::driver().cuGraphDestroy(step);
+  runtime::driver().cuStreamDestroy(capture);
+  runtime::driver().cuStreamDestroy(eager);
+}
+
+TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel compiled once") {
+  runtime::ScopedContext ctx(0);
+  const std::uint64_t seed = seed_base() ^ 0xBEEFull;
+  const codegen::MoeConfig config = small_config("threads", 64, 6, 2048, 1024);
+  const reference::MoeProblem p = runtime::problem_of(config);
+  const runtime::RandomWeights w = runtime::random_weights(p, seed);
+  runtime::MoeLayer layer(config, w.device());
+  const std::vector<int> batches = {1, 3, 8, 16, 33, 64};
+  std::vector<HostInputs> host;
+  std::vector<std::unique_ptr<DeviceInputs>> dev;  // read-only for the threads (each has its own y)
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    host.push_back(random_inputs(p, batches[i], seed + 10 + i));
+    dev.push_back(std::make_unique<DeviceInputs>(p, batches[i]));
+    dev.back()->upload(host.back(), nullptr);
+  }
+  MOEJIT_CU(cuCtxSynchronize);
+
+  const cache::CounterSnapshot before = runtime::KernelCache::global().counters();
+  constexpr int kThreads = 8, kCalls = 50;
+  struct Result {
+    int batch_index;
+    std::vector<std::uint16_t> y;
+  };
+  std::vector<std::vector<Result>> results(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        runtime::ScopedContext thread_ctx(0);
+        CUstream s = nullptr;
+        MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+        std::vector<DeviceBuffer> ys;
+        for (int b : batches) ys.emplace_back(std::size_t(b) * p.hidden * 2);
+        for (int call = 0; call < kCalls; ++call) {
+          const int bi = (t + call * 5) % static_cast<int>(batches.size());
+          runtime::MoeForwardArgs a = dev[bi]->args(batches[bi]);
+          a.y = ys[bi].ptr();
+          MOEJIT_CU(cuMemsetD8Async, a.y, 0xFF, ys[bi].bytes(), s);
+          layer.forward(a, s);
+          results[t].push_back({bi, download_sync(ys[bi], s)});
+        }
+        layer.release_stream(s);
+        runtime::driver().cuStreamDestroy(s);
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < kThreads; ++t) CHECK_MESSAGE(errors[t].empty(), "thread " << t << ": " << errors[t]);
+  const cache::CounterSnapshot delta = runtime::KernelCache::global().counters() - before;
+
+  // Golden: one serial forward per batch size, checked against the CPU reference.
+  CUstream s = nullptr;
+  MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+  std::vector<std::vector<std::uint16_t>> golden;
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    MOEJIT_CU(cuMemsetD8Async, dev[i]->y.ptr(), 0xFF, dev[i]->y.bytes(), s);
+    layer.forward(dev[i]->args(batches[i]), s);
+    golden.push_back(download_sync(dev[i]->y, s));
+    const double cosine = cosine_vs_reference(w, p, host[i], golden.back());
+    CHECK_MESSAGE(cosine >= 0.99999, "B=" << batches[i] << " cosine " << cosine);
+    CHECK(bad_elements(golden.back()) == 0);
+  }
+  layer.release_stream(s);
+  runtime::driver().cuStreamDestroy(s);
+  int wrong = 0, total = 0;
+  for (const auto& per_thread : results)
+    for (const Result& r : per_thread) {
+      wrong += r.y != golden[r.batch_index];
+      ++total;
+    }
+  // Distinct kernels: the planner gives these batch sizes one shape (three role kernels).
+  std::set<std::string> shapes;
+  for (int b : batches)
+    shapes.insert(codegen::moe_compute_spec(layer.kernel_shape(b), {codegen::Arch::sm_90a}).summary());
+  const std::uint64_t distinct = 3 * shapes.size();
+  MESSAGE(
+      fmt::format("{} forwards from {} threads, {} differ from the serial result; kernel cache: {} compiled, {} "
+                  "from disk, {} memory hits; {} distinct kernels",
+                  total, kThreads, wrong, delta.misses, delta.disk_hits, delta.memory_hits, distinct));
+  CHECK(total == kThreads * kCalls);
+  CHECK(wrong == 0);
+  CHECK(delta.misses + delta.disk_hits == distinct);
+  CHECK(delta.compiles == delta.misses);
+  CHECK(layer.kernels_built() == static_cast<int>(shapes.size()));
+}
+
+TEST_CASE("a forced over-large compute grid is refused before launch, naming role, grid and capacity") {
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = small_config("residency", 16, 2, 512, 256);
+  const reference::MoeProblem p = runtime::problem_of(config);
+  const runtime::RandomWeights w = runtime::random_weights(p, seed_base());
+  runtime::MoeLayerOptions options;
+  options.compute_grid = 5000;
+  runtime::MoeLayer layer(config, w.device(), options);
+  DeviceInputs in(p, 4);
+  in.upload(random_inputs(p, 4, seed_base() + 1), nullptr);
+  MOEJIT_CU(cuMemsetD8, in.y.ptr(), 0xFF, in.y.bytes());
+  std::string message;
+  try {
+    layer.forward(in.args(4), nullptr);
+  } catch (const runtime::ResidencyError& e) {
+    message = e.what();
+  }
+  MESSAGE(message);
+  CHECK(message.find("role compute: grid 5000 exceeds its resident capacity") != std::string::npos);
+  CHECK(message.find("blocks/SM x 132 SMs") != std::string::npos);
+  CHECK(message.find("at 160 threads and") != std::string::npos);
+  // Nothing was launched: y still holds its poison.
+  std::vector<std::uint16_t> y(in.y.bytes() / 2);
+  MOEJIT_CU(cuCtxSynchronize);
+  in.y.download(y);
+  CHECK(std::count(y.begin(), y.end(), std::uint16_t{0xFFFF}) == static_cast<long>(y.size()));
+}
+
+TEST_CASE("TensorMap cache: same address and shape hit; a new address is a new descriptor") {
+  runtime::ScopedContext ctx(0);
+  runtime::TensorMapCache& cache = runtime::TensorMapCache::global();
+  const std::uint64_t rows = 4096;  // 4096 rows x 64 B
+  auto a = std::make_unique<DeviceBuffer>(rows * 64);
+  const CUdeviceptr a_ptr = a->ptr();
+  const std::uint64_t h0 = cache.hits(), m0 = cache.misses();
+  const runtime::TensorMapBlob first = cache.weight_tile_map(a_ptr, rows);
+  CHECK(cache.misses() == m0 + 1);
+  CHECK(cache.weight_tile_map(a_ptr, rows) == first);
+  CHECK(cache.hits() == h0 + 1);
+  CHECK(cache.weight_tile_map(a_ptr, rows / 2) != first);  // same pointer, other shape: its own entry
+  CHECK(cache.misses() == m0 + 2);
+
+  // Free and reallocate while holding the old block's neighbour: a new address.
+  DeviceBuffer hold(rows * 64);
+  a.reset();
+  DeviceBuffer b(rows * 64 * 2);
+  REQUIRE(b.ptr() != a_ptr);
+  const runtime::TensorMapBlob second = cache.weight_tile_map(b.ptr(), rows);
+  CHECK(cache.misses() == m0 + 3);
+  CHECK(second != first);
+  CHECK(second == runtime::encode_weight_tile_map(b.ptr(), rows));  // never stale
+  CHECK(cache.weight_tile_map(b.ptr(), rows) == second);
+  CHECK(cache.hits() == h0 + 2);
+}

@@ -1,0 +1,119 @@
+// The runtime's CPU-side parts of graph launch: argument packing, the
+// child-graph key, residency messages, the workspace layout and the options.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "codegen/moe_kernels.hpp"
+#include "runtime/kernel_args.hpp"
+#include "runtime/moe_layer.hpp"
+#include "runtime/residency.hpp"
+#include "runtime/role_graph.hpp"
+
+using namespace moejit;
+
+TEST_CASE("kernel arguments are packed at their alignment and pointed to") {
+  runtime::TensorMapBlob map;
+  for (std::size_t i = 0; i < map.bytes.size(); ++i) map.bytes[i] = static_cast<std::uint8_t>(i * 7 + 1);
+  runtime::KernelArgs args;
+  args.add(std::uint32_t{5}).add(map).add(CUdeviceptr{0x1234500}).add(2.5f);
+  REQUIRE(args.size() == 4);
+  void** p = args.pointers();
+  CHECK(*static_cast<std::uint32_t*>(p[0]) == 5);
+  CHECK(std::memcmp(p[1], map.bytes.data(), 128) == 0);
+  CHECK(*static_cast<CUdeviceptr*>(p[2]) == 0x1234500);
+  CHECK(*static_cast<float*>(p[3]) == 2.5f);
+  // The map sits at a 64-byte offset after the u32; the pointer at +128 after it.
+  CHECK(static_cast<char*>(p[1]) - static_cast<char*>(p[0]) == 64);
+  CHECK(static_cast<char*>(p[2]) - static_cast<char*>(p[1]) == 128);
+  CHECK(args.bytes().size() == 64 + 128 + 8 + 4);
+}
+
+namespace {
+std::vector<runtime::RoleLaunch> roles(CUdeviceptr x, unsigned grid, unsigned smem, const std::string& cubin) {
+  std::vector<runtime::RoleLaunch> r;
+  r.push_back(runtime::RoleLaunch{std::string("dispatch"), nullptr, std::string("d"), {4, 1024, 0}, {}});
+  r.push_back(runtime::RoleLaunch{std::string("compute"), nullptr, cubin, {grid, 160, smem}, {}});
+  r[0].args.add(x).add(8u);
+  r[1].args.add(x + 64);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("the child-graph key covers argument bytes, cubins, launch triples and the edge kind") {
+  const std::string base = runtime::role_graph_key(roles(0x1000, 396, 77448, "c"), true);
+  CHECK(base.size() == 64);
+  CHECK(runtime::role_graph_key(roles(0x1000, 396, 77448, "c"), true) == base);
+  CHECK(runtime::role_graph_key(roles(0x2000, 396, 77448, "c"), true) != base);   // a recycled pointer
+  CHECK(runtime::role_graph_key(roles(0x1000, 264, 77448, "c"), true) != base);   // grid
+  CHECK(runtime::role_graph_key(roles(0x1000, 396, 60000, "c"), true) != base);   // dynamic SMEM
+  CHECK(runtime::role_graph_key(roles(0x1000, 396, 77448, "c2"), true) != base);  // another cubin
+  CHECK(runtime::role_graph_key(roles(0x1000, 396, 77448, "c"), false) != base);  // full edges instead of PDL
+  auto threads = roles(0x1000, 396, 77448, "c");
+  threads[1].dims.block = 192;
+  CHECK(runtime::role_graph_key(threads, true) != base);
+}
+
+TEST_CASE("residency: an over-large persistent grid is refused naming role, grid and capacity") {
+  const std::string msg = runtime::residency_problem("compute", 600, 3, 132, 160, 77448, true);
+  CHECK(msg.find("role compute") != std::string::npos);
+  CHECK(msg.find("grid 600") != std::string::npos);
+  CHECK(msg.find("capacity 396 = 3 blocks/SM x 132 SMs") != std::string::npos);
+  CHECK(msg.find("160 threads and 77448 B of dynamic SMEM") != std::string::npos);
+  CHECK(runtime::residency_problem("compute", 396, 3, 132, 160, 77448, true).empty());
+  // A role whose CTAs never wait on each other needs only one resident CTA per SM.
+  CHECK(runtime::residency_problem("finalize", 5000, 1, 132, 256, 0, false).empty());
+  const std::string none = runtime::residency_problem("dispatch", 1, 0, 132, 1024, 0, false);
+  CHECK(none.find("no CTA can be resident") != std::string::npos);
+  CHECK_THROWS_AS(runtime::require_residency("compute", 397, 3, 132, 160, 77448, true), runtime::ResidencyError);
+}
+
+TEST_CASE("layer options outside their ranges are refused naming the field") {
+  auto refused = [](runtime::MoeLayerOptions o, const std::string& field) {
+    try {
+      runtime::validate_layer_options(o);
+    } catch (const runtime::InvalidInput& e) {
+      return std::string(e.what()).find(field) != std::string::npos;
+    }
+    return false;
+  };
+  runtime::MoeLayerOptions o;
+  CHECK_NOTHROW(runtime::validate_layer_options(o));
+  o.compute_grid = -1;
+  CHECK(refused(o, "compute_grid = -1"));
+  o = {};
+  o.tile_n = 12;
+  CHECK(refused(o, "tile_n = 12"));
+  o = {};
+  o.stages = 99;
+  CHECK(refused(o, "stages = 99"));
+}
+
+TEST_CASE("the workspace layout matches the kernels' workspace formals, l1_target included") {
+  const runtime::MoeWorkspaceLayout l = runtime::MoeWorkspaceLayout::make(256, 8, 6144, 2048, 256);
+  const std::vector<CUdeviceptr> p = l.pointers(0x10000000);
+  const codegen::KernelSpec finalize = codegen::moe_finalize_spec({256, 8, 6144, 2048}, {codegen::Arch::sm_90a});
+  REQUIRE(finalize.params.size() == 2 + p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    CHECK(p[i] % 256 == 0);
+    if (i) CHECK(p[i] > p[i - 1]);
+  }
+  CHECK(finalize.params[2 + 9].name == "ws_l1_target");
+  CHECK(p[9] == 0x10000000 + l.l1_target);
+  CHECK(l.l1_target >= l.l1_done + 4 * 256);
+  CHECK(l.total > l.arena);
+}
+
+TEST_CASE("the role kernels keep programmatic dependent launch in their PTX") {
+  const codegen::Target target{codegen::Arch::sm_90a};
+  const codegen::MoeKernelShape shape{64, 4, 1024, 512, 16, 8};
+  CHECK(codegen::moe_dispatch_spec(shape, target).required_instructions ==
+        std::vector<std::string>{"griddepcontrol.launch_dependents"});
+  const codegen::KernelSpec fin = codegen::moe_finalize_spec(shape, target);
+  CHECK(fin.required_instructions == std::vector<std::string>{"griddepcontrol.wait"});
+  const std::vector<std::string> compute = codegen::moe_compute_spec(shape, target).required_instructions;
+  CHECK(std::find(compute.begin(), compute.end(), "griddepcontrol.wait") != compute.end());
+  CHECK(std::find(compute.begin(), compute.end(), "griddepcontrol.launch_dependents") != compute.end());
+}
