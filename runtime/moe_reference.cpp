@@ -1,6 +1,7 @@
 #include "runtime/moe_reference.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <thread>
@@ -9,11 +10,24 @@
 
 namespace moejit::reference {
 namespace {
-// One row of an MXFP4 checkpoint matrix as doubles.
+// One row of an MXFP4 checkpoint matrix as doubles. Both references spend
+// much of their time here: a byte's two E2M1 values come from a table, and
+// the UE8M0 scale is decoded once per 32-element block.
 void dequantize_row(const std::uint8_t* payload, const std::uint8_t* scales, int cols, double* out) {
-  for (int c = 0; c < cols; ++c) {
-    const std::uint8_t byte = payload[c / 2];
-    out[c] = mx::e2m1_value(c % 2 ? byte >> 4 : byte & 0xF) * mx::ue8m0_value(scales[c / 32]);
+  static const auto pairs = [] {
+    std::array<std::array<double, 2>, 256> t{};
+    for (int b = 0; b < 256; ++b)
+      t[b] = {mx::e2m1_value(static_cast<std::uint8_t>(b & 0xF)), mx::e2m1_value(static_cast<std::uint8_t>(b >> 4))};
+    return t;
+  }();
+  for (int block = 0; block < cols / 32; ++block) {
+    const double scale = mx::ue8m0_value(scales[block]);
+    const std::uint8_t* bytes = payload + block * 16;
+    double* o = out + block * 32;
+    for (int i = 0; i < 16; ++i) {
+      o[2 * i] = pairs[bytes[i]][0] * scale;
+      o[2 * i + 1] = pairs[bytes[i]][1] * scale;
+    }
   }
 }
 

@@ -110,7 +110,6 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
   __syncthreads();
   // Everything below reads what the dispatch role wrote.
   griddep_wait();
-  griddep_launch_dependents();
 
   const int n_active = ws.header->n_active;
   const int items1 = ws.header->items1;
@@ -254,6 +253,10 @@ __device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* _
       }
     }
   }
+  // The finalize role may launch once every CTA is past its items (it still
+  // waits for this grid's completion). Earlier, its CTAs would sit on the SMs
+  // through the whole mainloop: measured 1-4% slower at B = 256.
+  griddep_launch_dependents();
 }
 
 template <int kHidden, int kInter, int kTopK, int kTileN, int kStages>
