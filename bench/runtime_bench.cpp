@@ -123,8 +123,8 @@ int main(int argc, char** argv) {
              dev.driver_version, bw, model);
 
   runtime::MoeLayerOptions graph_pdl, graph_full, direct_pdl, direct_full;
-  graph_pdl.pdl = direct_pdl.pdl = runtime::MoeLayerOptions::Pdl::on;
-  graph_full.pdl = direct_full.pdl = runtime::MoeLayerOptions::Pdl::off;
+  graph_pdl.pdl = direct_pdl.pdl = true;
+  graph_full.pdl = direct_full.pdl = false;
   direct_pdl.use_graphs = direct_full.use_graphs = false;
   runtime::MoeLayer layer_pdl(config, weights.device(), graph_pdl);
   runtime::MoeLayer layer_full(config, weights.device(), graph_full);

@@ -257,11 +257,11 @@ std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream
   StreamState& st = stream_state_locked(stream);
   const RoleKernels& k = kernels_for_locked(a.tokens);
   std::vector<RoleLaunch> roles = role_launches(k, a, st);
-  std::shared_ptr<RoleGraph>& graph = graphs_[role_graph_key(roles, uses_pdl(options_, a.tokens))];
+  std::shared_ptr<RoleGraph>& graph = graphs_[role_graph_key(roles, options_.pdl)];
   if (graph) {
     ++graph_counters_.reused;
   } else {
-    graph = std::make_shared<RoleGraph>(roles, context_, uses_pdl(options_, a.tokens));
+    graph = std::make_shared<RoleGraph>(roles, context_, options_.pdl);
     ++graph_counters_.built;
   }
   if (st.graphs.size() >= k_max_graphs_per_stream && !capturing) {
@@ -296,7 +296,7 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
       RelaxedCaptureScope relaxed(capturing);
       roles = role_launches(kernels_for_locked(a.tokens), a, stream_state_locked(stream));
     }
-    if (!events) return launch_roles(roles, stream, uses_pdl(options_, a.tokens));
+    if (!events) return launch_roles(roles, stream, options_.pdl);
     const CUevent marks[3] = {events->start, events->dispatched, events->computed};
     for (std::size_t i = 0; i < roles.size(); ++i) {
       MOEJIT_CU(cuEventRecord, marks[i], stream);

@@ -35,8 +35,6 @@ namespace moejit::runtime {
 // refused alike.)
 using InvalidInput = codegen::ConfigError;
 
-inline constexpr int k_pdl_max_tokens = 64;
-
 struct MoeLayerOptions {
   bool input_bf16 = false;  // x arrives as BF16 and is quantized by the dispatch role
   int device = 0;
@@ -47,11 +45,10 @@ struct MoeLayerOptions {
   bool check_routes_on_host = false;
   // Programmatic dependent launch between the roles: compute starts (barrier
   // setup, descriptor prefetch) while dispatch runs, finalize is launched as
-  // compute drains. automatic: on up to k_pdl_max_tokens, where it measured
-  // as a small gain; off above, where the early compute CTAs cost 1-3%
+  // compute drains. Off by default: on the H200 it measured within noise
+  // (+-3%) at B <= 64 and 0.6-2.7% slower at B = 256
   // (bench/results/2026-11-30-h200-runtime.md).
-  enum class Pdl { automatic, on, off };
-  Pdl pdl = Pdl::automatic;
+  bool pdl = false;
   // Launch each forward as its cached role graph (false: three launches).
   bool use_graphs = true;
   // Tuning overrides of the planned geometry (0: as planned; ctas_per_sm
@@ -95,8 +92,6 @@ void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptio
                            const MoeForwardArgs& args);
 void validate_route_ids(const codegen::MoeConfig& config, const std::vector<std::int32_t>& ids);
 void validate_layer_options(const MoeLayerOptions& options);
-// Whether a forward of `tokens` uses programmatic dependent launch.
-bool uses_pdl(const MoeLayerOptions& options, int tokens);
 
 // The planner's geometry for `tokens` on `profile`, as the kernel shape of the
 // role kernels (pure: the no-GPU paths use it too).

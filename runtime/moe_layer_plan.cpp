@@ -42,15 +42,6 @@ void validate_layer_options(const MoeLayerOptions& o) {
   range("device", o.device, 0, 1023);
 }
 
-bool uses_pdl(const MoeLayerOptions& o, int tokens) {
-  switch (o.pdl) {
-    case MoeLayerOptions::Pdl::on: return true;
-    case MoeLayerOptions::Pdl::off: return false;
-    case MoeLayerOptions::Pdl::automatic: break;
-  }
-  return tokens <= k_pdl_max_tokens;
-}
-
 codegen::DeviceProfile device_profile(const DeviceInfo& d) {
   codegen::LiveDeviceNumbers live;
   live.name = d.name;

@@ -115,7 +115,7 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
   const std::uint64_t seed = seed_base() ^ 0xC0FFEEull;
   MESSAGE("MOEJIT_TEST_SEED=" << seed_base());
   const int B = 24;
-  // Layer 1 takes MXFP8 x; layer 2 (other weights, other experts) takes layer 1's BF16 y.
+  // Layer 1 takes MXFP8 x; layer 2 (other weights, other experts, PDL) takes layer 1's BF16 y.
   const codegen::MoeConfig c1 = small_config("capture-l1", 32, 4, 1024, 512);
   const codegen::MoeConfig c2 = small_config("capture-l2", 64, 6, 1024, 768);
   const reference::MoeProblem p1 = runtime::problem_of(c1), p2 = runtime::problem_of(c2);
@@ -123,6 +123,7 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
   runtime::MoeLayer layer1(c1, w1.device());
   runtime::MoeLayerOptions bf16;
   bf16.input_bf16 = true;
+  bf16.pdl = true;  // layer 2's child graph has programmatic edges; layer 1's full ones
   runtime::MoeLayer layer2(c2, w2.device(), bf16);
 
   DeviceInputs in1(p1, B), in2(p2, B);

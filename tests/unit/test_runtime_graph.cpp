@@ -117,14 +117,3 @@ TEST_CASE("the role kernels keep programmatic dependent launch in their PTX") {
   CHECK(std::find(compute.begin(), compute.end(), "griddepcontrol.wait") != compute.end());
   CHECK(std::find(compute.begin(), compute.end(), "griddepcontrol.launch_dependents") != compute.end());
 }
-
-TEST_CASE("programmatic dependent launch: automatic up to k_pdl_max_tokens, or as forced") {
-  runtime::MoeLayerOptions o;
-  CHECK(runtime::uses_pdl(o, 1));
-  CHECK(runtime::uses_pdl(o, runtime::k_pdl_max_tokens));
-  CHECK_FALSE(runtime::uses_pdl(o, runtime::k_pdl_max_tokens + 1));
-  o.pdl = runtime::MoeLayerOptions::Pdl::on;
-  CHECK(runtime::uses_pdl(o, 256));
-  o.pdl = runtime::MoeLayerOptions::Pdl::off;
-  CHECK_FALSE(runtime::uses_pdl(o, 1));
-}
