@@ -17,72 +17,18 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "runtime/moe_check.hpp"
 #include "runtime/moe_layer.hpp"
-#include "runtime/mx_format.hpp"
 
 using namespace moejit;
 
 namespace {
 constexpr int kSets = 4;
 constexpr int kWindows = 30;
-
-double percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))];
-}
-
-float elapsed_ms(CUevent a, CUevent b) {
-  float ms = 0;
-  MOEJIT_CU(cuEventElapsedTime, &ms, a, b);
-  return ms;
-}
-
-double copy_bandwidth_gbs(CUstream stream) {
-  const std::size_t bytes = std::size_t(2) << 30;
-  runtime::DeviceBuffer a(bytes), b(bytes);
-  MOEJIT_CU(cuMemsetD8Async, a.ptr(), 1, bytes, stream);
-  CUevent s, e;
-  MOEJIT_CU(cuEventCreate, &s, CU_EVENT_DEFAULT);
-  MOEJIT_CU(cuEventCreate, &e, CU_EVENT_DEFAULT);
-  std::vector<double> runs;
-  for (int i = 0; i < 12; ++i) {
-    MOEJIT_CU(cuEventRecord, s, stream);
-    MOEJIT_CU(cuMemcpyDtoDAsync, b.ptr(), a.ptr(), bytes, stream);
-    MOEJIT_CU(cuEventRecord, e, stream);
-    MOEJIT_CU(cuEventSynchronize, e);
-    if (i >= 2) runs.push_back(2.0 * bytes / (elapsed_ms(s, e) * 1e-3) / 1e9);
-  }
-  return percentile(runs, 0.5);
-}
-
-struct InputSet {
-  runtime::DeviceBuffer xq, xs, ids, w;
-  double touched = 0;
-};
-
-std::vector<InputSet> make_sets(const reference::MoeProblem& p, int b, std::mt19937_64& rng) {
-  std::vector<InputSet> sets(kSets);
-  for (InputSet& s : sets) {
-    const reference::Routing r = runtime::random_routing(p, b, runtime::RoutingKind::uniform, rng());
-    std::vector<float> x(std::size_t(b) * p.hidden);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (float& v : x) v = normal(rng);
-    const mx::MxMatrix q = mx::quantize_mxfp8(x, b, p.hidden);
-    const auto words = mx::pack_scale_words(q.scales, b, p.hidden);
-    s.xq = runtime::DeviceBuffer(q.elements.size());
-    s.xq.upload(q.elements);
-    s.xs = runtime::DeviceBuffer(words.size() * 4);
-    s.xs.upload(words);
-    s.ids = runtime::DeviceBuffer(r.ids.size() * 4);
-    s.ids.upload(r.ids);
-    s.w = runtime::DeviceBuffer(r.weights.size() * 4);
-    s.w.upload(r.weights);
-    s.touched = double(std::set<int>(r.ids.begin(), r.ids.end()).size());
-  }
-  return sets;
-}
-
+using bench::elapsed_ms;
+using bench::InputSet;
+using bench::percentile;
 using Clock = std::chrono::steady_clock;
 }  // namespace
 
@@ -95,12 +41,7 @@ int main(int argc, char** argv) {
     if (a == "--model" && i + 1 < argc) {
       model = argv[++i];
     } else if (a == "--batches" && i + 1 < argc) {
-      batches.clear();
-      for (std::string t = argv[++i]; !t.empty();) {
-        const std::size_t c = t.find(',');
-        batches.push_back(std::stoi(t.substr(0, c)));
-        t = c == std::string::npos ? "" : t.substr(c + 1);
-      }
+      batches = bench::parse_int_list(argv[++i]);
     } else if (a == "--host-batch" && i + 1 < argc) {
       host_batch = std::stoi(argv[++i]);
     } else {
@@ -118,7 +59,7 @@ int main(int argc, char** argv) {
   const runtime::RandomWeights weights = runtime::random_weights(p, rng());
   CUstream stream;
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
-  const double bw = copy_bandwidth_gbs(stream);
+  const double bw = bench::copy_bandwidth_gbs(stream);
   fmt::print("device {} ({} SMs), driver {}, copy bandwidth {:.0f} GB/s; model {}\n", dev.name, dev.sm_count,
              dev.driver_version, bw, model);
 
@@ -135,7 +76,7 @@ int main(int argc, char** argv) {
   // ---- 1. host time per warm forward ----
   {
     const int b = host_batch;
-    std::vector<InputSet> sets = make_sets(p, b, rng);
+    std::vector<InputSet> sets = bench::make_input_sets(p, b, kSets, rng);
     auto args = [&](InputSet& s) {
       return runtime::MoeForwardArgs{s.xq.ptr(), s.xs.ptr(), 0, s.ids.ptr(), s.w.ptr(), y.ptr(), b};
     };
@@ -177,8 +118,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- 2. GPU time per forward ----
-  const double expert_bytes =
-      double(2 * p.intermediate) * p.hidden * (0.5 + 1.0 / 32) + double(p.hidden) * p.intermediate * (0.5 + 1.0 / 32);
+  const double expert_bytes = bench::expert_bytes(p);
   fmt::print("\nGPU time per forward (us): median of {} windows of {} forwards over rotating inputs\n", kWindows,
              kSets);
   fmt::print("{:>4} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", "B", "floor_us", "replay", "replay+PDL",
@@ -187,7 +127,7 @@ int main(int argc, char** argv) {
   MOEJIT_CU(cuEventCreate, &e0, CU_EVENT_DEFAULT);
   MOEJIT_CU(cuEventCreate, &e1, CU_EVENT_DEFAULT);
   for (int b : batches) {
-    std::vector<InputSet> sets = make_sets(p, b, rng);
+    std::vector<InputSet> sets = bench::make_input_sets(p, b, kSets, rng);
     double touched = 0;
     for (const InputSet& s : sets) touched += s.touched / kSets;
     auto args = [&](InputSet& s) {

@@ -99,6 +99,22 @@ reference::Routing random_routing(const reference::MoeProblem& p, int tokens, Ro
   return r;
 }
 
+RandomInputs random_inputs(const reference::MoeProblem& p, int tokens, RoutingKind kind, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  RandomInputs in;
+  in.x.resize(std::size_t(tokens) * p.hidden);
+  in.x_bf16.resize(in.x.size());
+  for (std::size_t i = 0; i < in.x.size(); ++i) {
+    in.x_bf16[i] = mx::bf16_bits(normal(rng));
+    in.x[i] = static_cast<float>(mx::bf16_value(in.x_bf16[i]));
+  }
+  in.xq = mx::quantize_mxfp8(in.x, tokens, p.hidden);
+  in.xs_words = mx::pack_scale_words(in.xq.scales, tokens, p.hidden);
+  in.routing = random_routing(p, tokens, kind, rng());
+  return in;
+}
+
 RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed) {
   RandomWeights w;
   const std::size_t E = p.experts, H = p.hidden, I = p.intermediate;
@@ -139,18 +155,12 @@ MoeCheckResult check_forward(MoeLayer& layer, const RandomWeights& weights, int 
   res.tokens = tokens;
   res.routing = routing;
 
-  // Fresh inputs: x ~ N(0, 1) on the BF16 grid, quantized to MXFP8 on the CPU.
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(std::size_t(tokens) * H);
-  std::vector<std::uint16_t> x_bf16(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    x_bf16[i] = mx::bf16_bits(normal(rng));
-    x[i] = static_cast<float>(mx::bf16_value(x_bf16[i]));
-  }
-  const mx::MxMatrix xq = mx::quantize_mxfp8(x, tokens, H);
-  const std::vector<std::uint32_t> xs_words = mx::pack_scale_words(xq.scales, tokens, H);
-  const reference::Routing r = random_routing(p, tokens, routing, rng());
+  const RandomInputs in = random_inputs(p, tokens, routing, seed);
+  const std::vector<float>& x = in.x;
+  const std::vector<std::uint16_t>& x_bf16 = in.x_bf16;
+  const mx::MxMatrix& xq = in.xq;
+  const std::vector<std::uint32_t>& xs_words = in.xs_words;
+  const reference::Routing& r = in.routing;
 
   DeviceBuffer d_xq(xq.elements.size()), d_xs(xs_words.size() * 4), d_xb(x_bf16.size() * 2);
   DeviceBuffer d_ids(r.ids.size() * 4), d_w(r.weights.size() * 4), d_y(std::size_t(tokens) * H * 2);

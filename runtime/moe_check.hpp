@@ -11,6 +11,7 @@
 #include "runtime/device.hpp"
 #include "runtime/moe_layer.hpp"
 #include "runtime/moe_reference.hpp"
+#include "runtime/mx_format.hpp"
 
 namespace moejit::runtime {
 
@@ -25,6 +26,18 @@ inline constexpr RoutingKind k_all_routings[] = {RoutingKind::uniform, RoutingKi
                                                  RoutingKind::sparse};
 
 reference::Routing random_routing(const reference::MoeProblem& p, int tokens, RoutingKind kind, std::uint64_t seed);
+
+// One forward's random inputs on the host: x ~ N(0, 1) on the BF16 grid, its
+// MXFP8 quantization (elements, per-32 scales, and the kernels' packed scale
+// words), and a routing of `kind`. Drawn from `seed`: x first, then the routing.
+struct RandomInputs {
+  std::vector<float> x;  // the BF16 values, as floats
+  std::vector<std::uint16_t> x_bf16;
+  mx::MxMatrix xq;
+  std::vector<std::uint32_t> xs_words;
+  reference::Routing routing;
+};
+RandomInputs random_inputs(const reference::MoeProblem& p, int tokens, RoutingKind kind, std::uint64_t seed);
 
 // Random MXFP4 checkpoint weights on the host and the device. Scale codes are
 // drawn from [118, 122] so activations stay in the clamp's working range.

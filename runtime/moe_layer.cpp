@@ -113,14 +113,13 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevi
 }
 
 MoeLayer::~MoeLayer() {
-  // Graphs first (their execs may still run on the streams), then the workspaces.
+  // Work still queued on the streams may use the graphs and workspaces that
+  // the members' destructors free next (graphs before the kernels they launch).
   if (const DriverApi* api = try_driver()) {
     for (auto& [stream, state] : streams_)
       if (!state->graphs.empty()) api->cuStreamSynchronize(stream);
     if (setup_stream_) api->cuStreamDestroy(setup_stream_);
   }
-  streams_.clear();
-  graphs_.clear();
 }
 
 codegen::MoeKernelShape MoeLayer::kernel_shape(int tokens) const {

@@ -47,9 +47,6 @@ class RoleGraph {
   // stream's current capture dependencies, which then become that node.
   void attach(CUstream stream);
 
-  CUgraph graph() const { return graph_; }
-  bool instantiated() const { return exec_ != nullptr; }
-
  private:
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;

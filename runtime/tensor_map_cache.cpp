@@ -32,9 +32,5 @@ std::uint64_t TensorMapCache::misses() const {
   std::lock_guard lock(mutex_);
   return misses_;
 }
-std::size_t TensorMapCache::size() const {
-  std::lock_guard lock(mutex_);
-  return maps_.size();
-}
 
 }  // namespace moejit::runtime

@@ -34,7 +34,6 @@ class TensorMapCache {
 
   std::uint64_t hits() const;
   std::uint64_t misses() const;
-  std::size_t size() const;
 
  private:
   mutable std::mutex mutex_;

@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "gpu_test_util.hpp"
 #include "runtime/moe_check.hpp"
 #include "runtime/weight_pack.hpp"
 
@@ -17,33 +18,15 @@ using namespace moejit;
 using runtime::RoutingKind;
 
 namespace {
-std::uint64_t fresh_seed() {
-  static const std::uint64_t seed = [] {
-    const char* env = std::getenv("MOEJIT_TEST_SEED");
-    return env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  }();
-  return seed;
-}
-
 struct Shape {
   const char* name;
   codegen::MoeConfig config;
 };
 
-codegen::MoeConfig custom(int experts, int top_k, int hidden, int intermediate) {
-  codegen::MoeConfig c;
-  c.name = "custom";
-  c.experts = experts;
-  c.top_k = top_k;
-  c.hidden = hidden;
-  c.intermediate = intermediate;
-  return c;
-}
-
 int run_matrix(const Shape& shape, const std::vector<int>& batches, bool input_bf16,
                const std::vector<RoutingKind>& routings) {
   runtime::ScopedContext ctx(0);
-  const std::uint64_t seed = fresh_seed() ^ std::hash<std::string>{}(shape.name);
+  const std::uint64_t seed = gpu_test::seed() ^ std::hash<std::string>{}(shape.name);
   const runtime::RandomWeights weights = runtime::random_weights(runtime::problem_of(shape.config), seed);
   runtime::MoeLayerOptions options;
   options.input_bf16 = input_bf16;
@@ -82,14 +65,14 @@ const std::vector<RoutingKind> k_routings(std::begin(runtime::k_all_routings), s
 }  // namespace
 
 TEST_CASE("seed") {
-  MESSAGE("MOEJIT_TEST_SEED=" << fresh_seed());
+  MESSAGE("MOEJIT_TEST_SEED=" << gpu_test::seed());
 }
 
 TEST_CASE("weight transform matches its CPU twin") {
   runtime::ScopedContext ctx(0);
-  const codegen::MoeConfig config = custom(8, 2, 512, 256);
+  const codegen::MoeConfig config = gpu_test::small_config("custom", 8, 2, 512, 256);
   const reference::MoeProblem p = runtime::problem_of(config);
-  const runtime::RandomWeights w = runtime::random_weights(p, fresh_seed());
+  const runtime::RandomWeights w = runtime::random_weights(p, gpu_test::seed());
   runtime::MoeLayer layer(config, w.device());
   const auto packed = layer.packed_weights();
   struct Proj {
@@ -113,9 +96,12 @@ TEST_CASE("weight transform matches its CPU twin") {
 
 TEST_CASE("Table 10 edges") {
   int failures = 0;
-  failures += run_matrix({"edge-H512-k1", custom(8, 1, 512, 256)}, {1, 7, 256}, false, k_routings);
-  failures += run_matrix({"edge-H512-k32", custom(32, 32, 512, 256)}, {1, 5, 64}, false, k_routings);
-  failures += run_matrix({"edge-H8192-I4096", custom(4, 4, 8192, 4096)}, {1, 3, 32}, false, k_routings);
+  failures +=
+      run_matrix({"edge-H512-k1", gpu_test::small_config("custom", 8, 1, 512, 256)}, {1, 7, 256}, false, k_routings);
+  failures +=
+      run_matrix({"edge-H512-k32", gpu_test::small_config("custom", 32, 32, 512, 256)}, {1, 5, 64}, false, k_routings);
+  failures += run_matrix({"edge-H8192-I4096", gpu_test::small_config("custom", 4, 4, 8192, 4096)}, {1, 3, 32}, false,
+                         k_routings);
   CHECK(failures == 0);
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "gpu_test_util.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/moe_check.hpp"
 #include "runtime/mx_format.hpp"
@@ -20,40 +21,6 @@ using namespace moejit;
 using runtime::DeviceBuffer;
 
 namespace {
-codegen::MoeConfig small_config(const char* name, int experts, int top_k, int hidden, int intermediate) {
-  codegen::MoeConfig c;
-  c.name = name;
-  c.experts = experts;
-  c.top_k = top_k;
-  c.hidden = hidden;
-  c.intermediate = intermediate;
-  return c;
-}
-
-// One forward's inputs on the host: x (BF16 grid, then MXFP8), a routing.
-struct HostInputs {
-  std::vector<std::uint16_t> x_bf16;
-  mx::MxMatrix xq;
-  std::vector<std::uint32_t> xs_words;
-  reference::Routing routing;
-};
-
-HostInputs random_inputs(const reference::MoeProblem& p, int tokens, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  HostInputs in;
-  std::vector<float> x(std::size_t(tokens) * p.hidden);
-  in.x_bf16.resize(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    in.x_bf16[i] = mx::bf16_bits(normal(rng));
-    x[i] = static_cast<float>(mx::bf16_value(in.x_bf16[i]));
-  }
-  in.xq = mx::quantize_mxfp8(x, tokens, p.hidden);
-  in.xs_words = mx::pack_scale_words(in.xq.scales, tokens, p.hidden);
-  in.routing = runtime::random_routing(p, tokens, runtime::RoutingKind::uniform, rng());
-  return in;
-}
-
 // Device buffers that hold one forward's inputs and output at a fixed address.
 struct DeviceInputs {
   DeviceBuffer xq, xs, ids, w, y;
@@ -63,7 +30,7 @@ struct DeviceInputs {
         ids(std::size_t(tokens) * p.top_k * 4),
         w(std::size_t(tokens) * p.top_k * 4),
         y(std::size_t(tokens) * p.hidden * 2) {}
-  void upload(const HostInputs& in, CUstream s) {
+  void upload(const runtime::RandomInputs& in, CUstream s) {
     MOEJIT_CU(cuMemcpyHtoDAsync, xq.ptr(), in.xq.elements.data(), in.xq.elements.size(), s);
     MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xs_words.data(), in.xs_words.size() * 4, s);
     MOEJIT_CU(cuMemcpyHtoDAsync, ids.ptr(), in.routing.ids.data(), in.routing.ids.size() * 4, s);
@@ -87,8 +54,8 @@ std::size_t bad_elements(const std::vector<std::uint16_t>& y) {
   return bad;
 }
 
-double cosine_vs_reference(const runtime::RandomWeights& w, const reference::MoeProblem& p, const HostInputs& in,
-                           const std::vector<std::uint16_t>& y) {
+double cosine_vs_reference(const runtime::RandomWeights& w, const reference::MoeProblem& p,
+                           const runtime::RandomInputs& in, const std::vector<std::uint16_t>& y) {
   const std::vector<std::uint16_t> want =
       reference::quantized_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing);
   std::vector<double> a(y.size()), b(want.size());
@@ -103,21 +70,16 @@ int header_epoch(const runtime::MoeLayer& layer, CUstream s) {
   return h.epoch;
 }
 
-std::uint64_t seed_base() {
-  const char* env = std::getenv("MOEJIT_TEST_SEED");
-  static const std::uint64_t s = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  return s;
-}
 }  // namespace
 
 TEST_CASE("a captured decode step of two layers replays 100 times bitwise like eager execution") {
   runtime::ScopedContext ctx(0);
-  const std::uint64_t seed = seed_base() ^ 0xC0FFEEull;
-  MESSAGE("MOEJIT_TEST_SEED=" << seed_base());
+  const std::uint64_t seed = gpu_test::seed() ^ 0xC0FFEEull;
+  MESSAGE("MOEJIT_TEST_SEED=" << gpu_test::seed());
   const int B = 24;
   // Layer 1 takes MXFP8 x; layer 2 (other weights, other experts, PDL) takes layer 1's BF16 y.
-  const codegen::MoeConfig c1 = small_config("capture-l1", 32, 4, 1024, 512);
-  const codegen::MoeConfig c2 = small_config("capture-l2", 64, 6, 1024, 768);
+  const codegen::MoeConfig c1 = gpu_test::small_config("capture-l1", 32, 4, 1024, 512);
+  const codegen::MoeConfig c2 = gpu_test::small_config("capture-l2", 64, 6, 1024, 768);
   const reference::MoeProblem p1 = runtime::problem_of(c1), p2 = runtime::problem_of(c2);
   const runtime::RandomWeights w1 = runtime::random_weights(p1, seed + 1), w2 = runtime::random_weights(p2, seed + 2);
   runtime::MoeLayer layer1(c1, w1.device());
@@ -149,7 +111,8 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
   double worst_cosine = 1.0;
   const int replays = 100;
   for (int i = 0; i < replays; ++i) {
-    const HostInputs h1 = random_inputs(p1, B, seed + 100 + 2 * i), h2 = random_inputs(p2, B, seed + 101 + 2 * i);
+    const runtime::RandomInputs h1 = runtime::random_inputs(p1, B, runtime::RoutingKind::uniform, seed + 100 + 2 * i),
+                                h2 = runtime::random_inputs(p2, B, runtime::RoutingKind::uniform, seed + 101 + 2 * i);
     in1.upload(h1, capture);
     MOEJIT_CU(cuMemcpyHtoDAsync, in2.ids.ptr(), h2.routing.ids.data(), h2.routing.ids.size() * 4, capture);
     MOEJIT_CU(cuMemcpyHtoDAsync, in2.w.ptr(), h2.routing.weights.data(), h2.routing.weights.size() * 4, capture);
@@ -202,16 +165,16 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
 
 TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel compiled once") {
   runtime::ScopedContext ctx(0);
-  const std::uint64_t seed = seed_base() ^ 0xBEEFull;
-  const codegen::MoeConfig config = small_config("threads", 64, 6, 2048, 1024);
+  const std::uint64_t seed = gpu_test::seed() ^ 0xBEEFull;
+  const codegen::MoeConfig config = gpu_test::small_config("threads", 64, 6, 2048, 1024);
   const reference::MoeProblem p = runtime::problem_of(config);
   const runtime::RandomWeights w = runtime::random_weights(p, seed);
   runtime::MoeLayer layer(config, w.device());
   const std::vector<int> batches = {1, 3, 8, 16, 33, 64};
-  std::vector<HostInputs> host;
+  std::vector<runtime::RandomInputs> host;
   std::vector<std::unique_ptr<DeviceInputs>> dev;  // read-only for the threads (each has its own y)
   for (std::size_t i = 0; i < batches.size(); ++i) {
-    host.push_back(random_inputs(p, batches[i], seed + 10 + i));
+    host.push_back(runtime::random_inputs(p, batches[i], runtime::RoutingKind::uniform, seed + 10 + i));
     dev.push_back(std::make_unique<DeviceInputs>(p, batches[i]));
     dev.back()->upload(host.back(), nullptr);
   }
@@ -290,14 +253,14 @@ TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel
 
 TEST_CASE("a forced over-large compute grid is refused before launch, naming role, grid and capacity") {
   runtime::ScopedContext ctx(0);
-  const codegen::MoeConfig config = small_config("residency", 16, 2, 512, 256);
+  const codegen::MoeConfig config = gpu_test::small_config("residency", 16, 2, 512, 256);
   const reference::MoeProblem p = runtime::problem_of(config);
-  const runtime::RandomWeights w = runtime::random_weights(p, seed_base());
+  const runtime::RandomWeights w = runtime::random_weights(p, gpu_test::seed());
   runtime::MoeLayerOptions options;
   options.compute_grid = 5000;
   runtime::MoeLayer layer(config, w.device(), options);
   DeviceInputs in(p, 4);
-  in.upload(random_inputs(p, 4, seed_base() + 1), nullptr);
+  in.upload(runtime::random_inputs(p, 4, runtime::RoutingKind::uniform, gpu_test::seed() + 1), nullptr);
   MOEJIT_CU(cuMemsetD8, in.y.ptr(), 0xFF, in.y.bytes());
   std::string message;
   try {

@@ -1,0 +1,74 @@
+#include "bench_common.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "runtime/moe_check.hpp"
+
+namespace moejit::bench {
+
+float elapsed_ms(CUevent a, CUevent b) {
+  float ms = 0;
+  MOEJIT_CU(cuEventElapsedTime, &ms, a, b);
+  return ms;
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))];
+}
+
+double copy_bandwidth_gbs(CUstream stream) {
+  const std::size_t bytes = std::size_t(2) << 30;
+  runtime::DeviceBuffer a(bytes), b(bytes);
+  MOEJIT_CU(cuMemsetD8Async, a.ptr(), 1, bytes, stream);
+  CUevent s, e;
+  MOEJIT_CU(cuEventCreate, &s, CU_EVENT_DEFAULT);
+  MOEJIT_CU(cuEventCreate, &e, CU_EVENT_DEFAULT);
+  std::vector<double> runs;
+  for (int i = 0; i < 12; ++i) {
+    MOEJIT_CU(cuEventRecord, s, stream);
+    MOEJIT_CU(cuMemcpyDtoDAsync, b.ptr(), a.ptr(), bytes, stream);
+    MOEJIT_CU(cuEventRecord, e, stream);
+    MOEJIT_CU(cuEventSynchronize, e);
+    if (i >= 2) runs.push_back(2.0 * bytes / (elapsed_ms(s, e) * 1e-3) / 1e9);
+  }
+  runtime::driver().cuEventDestroy(s);
+  runtime::driver().cuEventDestroy(e);
+  return percentile(runs, 0.5);
+}
+
+std::vector<int> parse_int_list(const std::string& text) {
+  std::vector<int> out;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    out.push_back(std::stoi(text.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens, int count, std::mt19937_64& rng) {
+  std::vector<InputSet> sets(count);
+  for (InputSet& s : sets) {
+    const runtime::RandomInputs in = runtime::random_inputs(p, tokens, runtime::RoutingKind::uniform, rng());
+    s.xq = runtime::DeviceBuffer(in.xq.elements.size());
+    s.xq.upload(in.xq.elements);
+    s.xs = runtime::DeviceBuffer(in.xs_words.size() * 4);
+    s.xs.upload(in.xs_words);
+    s.ids = runtime::DeviceBuffer(in.routing.ids.size() * 4);
+    s.ids.upload(in.routing.ids);
+    s.w = runtime::DeviceBuffer(in.routing.weights.size() * 4);
+    s.w.upload(in.routing.weights);
+    s.touched = double(std::set<int>(in.routing.ids.begin(), in.routing.ids.end()).size());
+  }
+  return sets;
+}
+
+double expert_bytes(const reference::MoeProblem& p) {
+  return double(2 * p.intermediate) * p.hidden * (0.5 + 1.0 / 32) +
+         double(p.hidden) * p.intermediate * (0.5 + 1.0 / 32);
+}
+
+}  // namespace moejit::bench

@@ -1,0 +1,33 @@
+#pragma once
+// What the benchmark programs share (METHOD.md): event timing, percentiles,
+// the device copy bandwidth behind every HBM floor, and rotating input sets.
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/device.hpp"
+#include "runtime/moe_reference.hpp"
+
+namespace moejit::bench {
+
+float elapsed_ms(CUevent a, CUevent b);
+// The q-quantile (0.5: the median) of `v`.
+double percentile(std::vector<double> v, double q);
+// Device-to-device copy bandwidth, counting bytes read plus bytes written
+// (median of 10 copies of 2 GiB after 2 warm-ups).
+double copy_bandwidth_gbs(CUstream stream);
+// "1,8,64" -> {1, 8, 64}.
+std::vector<int> parse_int_list(const std::string& text);
+
+// One forward's inputs on the device (uniform routing), and how many experts it touches.
+struct InputSet {
+  runtime::DeviceBuffer xq, xs, ids, w;
+  double touched = 0;
+};
+std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens, int count, std::mt19937_64& rng);
+
+// Packed bytes (payload + UE8M0 scales) of one expert's W1 and W2.
+double expert_bytes(const reference::MoeProblem& p);
+
+}  // namespace moejit::bench
