@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <optional>
 
-#include "cache/file_lock.hpp"
 #include "cache/fs_util.hpp"
 
 namespace moejit::cache {
@@ -68,7 +67,7 @@ Resolved Cache::resolve(std::string_view key, std::string_view summary, const st
   if (!writes_disabled_) {
     std::string error;
     bool unsupported = false;
-    if (fs::make_dirs(disk_.dir(), &error)) lock = FileLock::acquire(disk_.lock_path(key), &error, &unsupported);
+    lock = disk_.lock(key, &error, &unsupported);
     if (!lock && unsupported) {
       // Publishing stays atomic without the lock; only duplicate compiles become possible.
       std::call_once(no_flock_warned_, [&] {
@@ -127,8 +126,8 @@ void Cache::flush_stats() {
   const CounterSnapshot now = counters_.snapshot();
   const CounterSnapshot delta = now - flushed_;
   if (delta.empty() || writes_disabled_) return;
-  if (!fs::make_dirs(disk_.dir(), nullptr)) return;
-  if (add_to_stats_file(stats_path(), delta, nullptr)) flushed_ = now;
+  const fs::Dir store = disk_.open(true, nullptr);
+  if (store && add_to_stats_file(store, std::string(k_stats_file), delta, nullptr)) flushed_ = now;
 }
 
 }  // namespace moejit::cache

@@ -22,6 +22,8 @@
 
 namespace moejit::cache {
 
+inline constexpr std::string_view k_stats_file = "stats.json";  // in the store's folder
+
 enum class Source { memory, disk, compiled };
 std::string_view source_name(Source s);  // "memory", "disk", "compiled"
 
@@ -50,7 +52,7 @@ class Cache {
   const Config& config() const { return config_; }
   DiskStore& disk() { return disk_; }
   Counters& counters() { return counters_; }
-  std::string stats_path() const { return disk_.dir() + "/stats.json"; }
+  std::string stats_path() const { return disk_.dir() + "/" + std::string(k_stats_file); }
 
   // The entry for `key`: from disk, else from build() (then published).
   // `summary` names the kernel in warnings and errors. Throws StrictMissError,

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "cache/fs_util.hpp"
 
@@ -86,32 +88,62 @@ CounterSnapshot Counters::snapshot() const {
 }
 
 namespace {
+std::uint64_t count_field(const nlohmann::json& j, const char* name) {
+  const auto it = j.find(name);
+  return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+}
+
 CounterSnapshot parse_stats(const std::string& text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   // A torn or foreign file restarts the totals rather than failing a build.
   if (!j.is_object()) return {};
-  try {
-    return j.get<CounterSnapshot>();
-  } catch (const nlohmann::json::exception&) {
-    return {};
-  }
+  CounterSnapshot s;
+  s.memory_hits = count_field(j, "memory_hits");
+  s.disk_hits = count_field(j, "disk_hits");
+  s.misses = count_field(j, "misses");
+  s.compiles = count_field(j, "compiles");
+  s.verify_failures = count_field(j, "verify_failures");
+  s.lock_waits = count_field(j, "lock_waits");
+  s.publish_failures = count_field(j, "publish_failures");
+  s.evictions = count_field(j, "evictions");
+  if (const auto it = j.find("compile_millis"); it != j.end() && it->is_number() && it->get<double>() >= 0)
+    s.compile_millis = it->get<double>();
+  return s;
+}
+
+std::pair<std::string, std::string> split(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 }  // namespace
 
-bool add_to_stats_file(const std::string& path, const CounterSnapshot& delta, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+bool add_to_stats_file(const fs::Dir& dir, const std::string& name, const CounterSnapshot& delta, std::string* error) {
+  const std::string path = dir.path_of(name);
+  // O_NOFOLLOW: a link planted as stats.json must not redirect the write;
+  // O_NONBLOCK: nor may a FIFO block it.
+  const int fd = ::openat(dir.fd(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0) {
-    if (error) *error = "cannot open " + path + ": " + std::strerror(errno);
+    if (error) {
+      const auto st = fs::stat_in(dir, name);
+      *error = "cannot open " + path + ": " + (st ? "it is " + fs::kind_of(st->st_mode) : fs::error_text(errno));
+    }
     return false;
   }
   bool ok = false;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (error) *error = "cannot update " + path + ": it is not a regular file";
+    ::close(fd);
+    return false;
+  }
   if (::flock(fd, LOCK_EX) == 0) {
     std::string text;
     char buf[4096];
     ssize_t n;
-    while ((n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0)
+    while (text.size() <= k_max_stats_bytes && (n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0)
       text.append(buf, static_cast<size_t>(n));
-    CounterSnapshot total = parse_stats(text);
+    CounterSnapshot total = text.size() > k_max_stats_bytes ? CounterSnapshot{} : parse_stats(text);
     total += delta;
     const std::string out = nlohmann::json(total).dump(2) + "\n";
     ok = ::ftruncate(fd, 0) == 0 && ::pwrite(fd, out.data(), out.size(), 0) == static_cast<ssize_t>(out.size());
@@ -121,10 +153,33 @@ bool add_to_stats_file(const std::string& path, const CounterSnapshot& delta, st
   return ok;
 }
 
-CounterSnapshot read_stats_file(const std::string& path) {
+CounterSnapshot read_stats_file(const fs::Dir& dir, const std::string& name, std::string* error) {
   std::string text;
-  if (!fs::read_file(path, text)) return {};
+  int err = 0;
+  std::string why;
+  if (!fs::read_file(dir, name, k_max_stats_bytes, text, &why, &err)) {
+    if (err != ENOENT && error) *error = why;
+    return {};
+  }
   return parse_stats(text);
+}
+
+bool add_to_stats_file(const std::string& path, const CounterSnapshot& delta, std::string* error) {
+  const auto [folder, name] = split(path);
+  const fs::Dir dir = fs::Dir::open(folder, error);
+  return dir && add_to_stats_file(dir, name, delta, error);
+}
+
+CounterSnapshot read_stats_file(const std::string& path, std::string* error) {
+  const auto [folder, name] = split(path);
+  std::string why;
+  int err = 0;
+  const fs::Dir dir = fs::Dir::open(folder, &why, &err);
+  if (!dir) {
+    if (err != ENOENT && error) *error = why;
+    return {};
+  }
+  return read_stats_file(dir, name, error);
 }
 
 }  // namespace moejit::cache

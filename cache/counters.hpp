@@ -8,6 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "cache/fs_util.hpp"
+
 namespace moejit::cache {
 
 struct CounterSnapshot {
@@ -41,10 +43,20 @@ class Counters {
   std::atomic<std::uint64_t> compile_micros_{0};
 };
 
-// Adds `delta` to the totals in `path` (created if absent), under flock on
-// the file itself, so concurrent processes never lose each other's counts.
+// The totals file is small; a larger one is damage, and the totals restart.
+inline constexpr std::uint64_t k_max_stats_bytes = 64 << 10;
+
+// Adds `delta` to the totals in `name` in `dir` (created if absent), under
+// flock on the file itself, so concurrent processes never lose each other's
+// counts. A link or anything but a regular file under that name is refused
+// (nothing is written through it).
+bool add_to_stats_file(const fs::Dir& dir, const std::string& name, const CounterSnapshot& delta, std::string* error);
+// The totals in `name`; zeros when it is absent, and zeros with *error when
+// it cannot be read as a regular file.
+CounterSnapshot read_stats_file(const fs::Dir& dir, const std::string& name, std::string* error = nullptr);
+
+// The same at `path` (links in its folder's path are followed).
 bool add_to_stats_file(const std::string& path, const CounterSnapshot& delta, std::string* error);
-// The totals in `path`; zeros when it is absent or unreadable.
-CounterSnapshot read_stats_file(const std::string& path);
+CounterSnapshot read_stats_file(const std::string& path, std::string* error = nullptr);
 
 }  // namespace moejit::cache

@@ -1,20 +1,18 @@
 #include "cache/disk_store.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <filesystem>
 
-#include "cache/file_lock.hpp"
-#include "cache/fs_util.hpp"
 #include "cache/key.hpp"
 
 namespace moejit::cache {
-namespace stdfs = std::filesystem;
 
 namespace {
+constexpr std::string_view k_store_folder = "v1";
 constexpr std::string_view k_tmp_prefix = ".tmp-";
 constexpr std::string_view k_trash_prefix = ".trash-";
 constexpr std::string_view k_lock_suffix = ".lock";
@@ -26,18 +24,39 @@ bool ends_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
 
-std::uint64_t folder_bytes(const std::string& path) {
+// The regular files' sizes (an entry holds no folders).
+std::uint64_t folder_bytes(const fs::Dir& dir) {
   std::uint64_t n = 0;
-  std::error_code ec;
-  for (const auto& f : stdfs::directory_iterator(path, ec)) {
-    std::error_code fec;
-    if (f.is_regular_file(fec)) n += f.file_size(fec);
-  }
+  for (const std::string& name : fs::names_in(dir))
+    if (const auto st = fs::stat_in(dir, name); st && S_ISREG(st->st_mode))
+      n += static_cast<std::uint64_t>(st->st_size);
   return n;
+}
+
+// Whether `key` in `store` still names the folder `entry` was opened as: not
+// when a remover renamed it away while it was being read.
+bool still_named(const fs::Dir& store, std::string_view key, const fs::Dir& entry) {
+  struct stat opened {};
+  const std::optional<struct stat> named = fs::stat_in(store, key);
+  return ::fstat(entry.fd(), &opened) == 0 && named && named->st_ino == opened.st_ino && named->st_dev == opened.st_dev;
+}
+
+// The size meta.json records for `name`, or 0 when it records none (the
+// sealed check then names the disagreement).
+std::uint64_t recorded_size(const nlohmann::json& files, const std::string& name) {
+  const auto it = files.find(name);
+  if (it == files.end() || !it->is_object()) return 0;
+  const auto size = it->find("size");
+  return size != it->end() && size->is_number_unsigned() ? size->get<std::uint64_t>() : 0;
+}
+
+bool plain_file_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
+         name.find('\0') == std::string_view::npos;
 }
 }  // namespace
 
-DiskStore::DiskStore(std::string root) : root_(std::move(root)), dir_(root_ + "/v1") {}
+DiskStore::DiskStore(std::string root) : root_(std::move(root)), dir_(root_ + "/" + std::string(k_store_folder)) {}
 
 std::string DiskStore::entry_path(std::string_view key) const {
   return dir_ + "/" + std::string(key);
@@ -46,26 +65,49 @@ std::string DiskStore::lock_path(std::string_view key) const {
   return dir_ + "/" + std::string(key) + std::string(k_lock_suffix);
 }
 
+fs::Dir DiskStore::open(bool create, std::string* error, int* err) const {
+  if (create && !fs::make_dirs(root_, error)) return {};
+  const fs::Dir root = fs::Dir::open(root_, error, err);
+  if (!root) return {};
+  return create ? root.make_sub(k_store_folder, error) : root.sub(k_store_folder, error, err);
+}
+
+std::optional<FileLock> DiskStore::lock(std::string_view key, std::string* error, bool* unsupported) const {
+  const fs::Dir store = open(true, error);
+  if (!store) return std::nullopt;
+  return FileLock::acquire(store, std::string(key) + std::string(k_lock_suffix), error, unsupported);
+}
+
 Loaded DiskStore::load(std::string_view key) const {
   Loaded out;
-  const std::string path = entry_path(key);
-  const std::string meta_path = path + "/" + std::string(k_meta_file);
-  std::string meta_text;
-  int err = 0;
-  if (!fs::read_file(meta_path, meta_text, &err)) {
-    // A folder without a readable meta.json is damage; no folder is a miss
-    // (also when a path component is not a directory: ENOTDIR).
-    std::error_code ec;
-    out.status = stdfs::is_directory(path, ec) ? LoadStatus::corrupt : LoadStatus::absent;
-    out.problem = "meta.json: " + fs::error_text(err);
-    return out;
-  }
+  const fs::Dir store = open(false, nullptr);
+  if (!store) return out;  // no store: no entry
   auto corrupt = [&](std::string why) {
     out.status = LoadStatus::corrupt;
     out.problem = std::move(why);
     out.entry = Entry{};
     return out;
   };
+  auto absent = [&] {
+    out = Loaded{};
+    return out;
+  };
+  std::string error;
+  int err = 0;
+  fs::Dir entry = store.sub(key, &error, &err);
+  if (!entry) {
+    // No folder is a miss (also when a path component is not a directory: ENOTDIR).
+    if (err == ENOENT) return absent();
+    const std::optional<struct stat> st = fs::stat_in(store, key);
+    return corrupt("the entry is " + (st ? fs::kind_of(st->st_mode) : fs::error_text(err)) + ", not a folder");
+  }
+  entry.set_path("");  // problems name files relative to the entry
+  std::string meta_text;
+  if (!fs::read_file(entry, k_meta_file, k_max_meta_bytes, meta_text, &error, &err)) {
+    // Renamed away by a remover while we read: a miss, not damage.
+    if (err == ENOENT && !still_named(store, key, entry)) return absent();
+    return corrupt(error);
+  }
   try {
     out.entry.meta = nlohmann::json::parse(meta_text);
     const auto files = out.entry.meta.find("files");
@@ -73,17 +115,17 @@ Loaded DiskStore::load(std::string_view key) const {
       return corrupt("meta.json lists no files");
     for (const auto& [name, info] : files->items()) {
       // Never follow a listed name out of the entry folder.
-      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+      if (!plain_file_name(name) || name == k_meta_file)
         return corrupt("meta.json lists a bad file name '" + name + "'");
       EntryFile f{name, {}};
-      if (!fs::read_file(path + "/" + name, f.bytes, &err)) {
-        // Renamed away by a remover while we read: a miss, not damage.
-        if (err == ENOENT && !stdfs::exists(meta_path)) {
-          out.status = LoadStatus::absent;
-          out.entry = Entry{};
-          return out;
-        }
-        return corrupt(name + ": " + fs::error_text(err));
+      const std::uint64_t limit = recorded_size(*files, name);
+      if (limit > k_max_file_bytes)
+        return corrupt(name + ": meta.json records " + std::to_string(limit) + " bytes, over the limit of " +
+                       std::to_string(k_max_file_bytes));
+      if (!fs::read_file(entry, name, limit, f.bytes, &error, &err)) {
+        if (err == ENOENT && !still_named(store, key, entry)) return absent();
+        if (err == EFBIG) return corrupt(name + ": size differs from meta.json");
+        return corrupt(error);
       }
       out.entry.files.push_back(std::move(f));
     }
@@ -97,17 +139,19 @@ Loaded DiskStore::load(std::string_view key) const {
 }
 
 PublishStatus DiskStore::publish(std::string_view key, const Entry& entry, std::string* error) {
-  if (!fs::make_dirs(dir_, error)) return PublishStatus::failed;
-  const std::string tmp =
-      dir_ + "/" + std::string(k_tmp_prefix) + std::string(key.substr(0, 16)) + "-" + fs::unique_suffix();
-  if (::mkdir(tmp.c_str(), 0755) != 0) {
-    if (error) *error = "cannot create " + tmp + ": " + fs::error_text(errno);
+  const fs::Dir store = open(true, error);
+  if (!store) return PublishStatus::failed;
+  const std::string tmp = std::string(k_tmp_prefix) + std::string(key.substr(0, 16)) + "-" + fs::unique_suffix();
+  if (::mkdirat(store.fd(), tmp.c_str(), 0755) != 0) {
+    if (error) *error = "cannot create " + store.path_of(tmp) + ": " + fs::error_text(errno);
     return PublishStatus::failed;
   }
   auto fail = [&] {
-    fs::remove_tree(tmp);
+    fs::remove_tree(store, tmp);
     return PublishStatus::failed;
   };
+  const fs::Dir folder = store.sub(tmp, error);
+  if (!folder) return fail();
   nlohmann::json meta;
   try {
     meta = sealed_meta(key, entry, fs::now_seconds());
@@ -116,55 +160,67 @@ PublishStatus DiskStore::publish(std::string_view key, const Entry& entry, std::
     return fail();
   }
   for (const EntryFile& f : entry.files)
-    if (!fs::write_file_synced(tmp + "/" + f.name, f.bytes, error)) return fail();
+    if (!fs::write_file_synced(folder, f.name, f.bytes, error)) return fail();
   // meta.json last: an entry folder with a meta.json is complete.
-  if (!fs::write_file_synced(tmp + "/" + std::string(k_meta_file), meta.dump(2) + "\n", error)) return fail();
-  if (!fs::fsync_dir(tmp, error)) return fail();
-  const std::string final_path = entry_path(key);
-  if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    const int err = errno;
-    fs::remove_tree(tmp);
+  if (!fs::write_file_synced(folder, k_meta_file, meta.dump(2) + "\n", error)) return fail();
+  if (!fs::fsync_dir(folder, error)) return fail();
+  if (const int err = fs::rename_in(store, tmp, key); err != 0) {
+    fs::remove_tree(store, tmp);
     if (err == ENOTEMPTY || err == EEXIST) return PublishStatus::kept_existing;
-    if (error) *error = "cannot rename into " + final_path + ": " + fs::error_text(err);
+    if (error) *error = "cannot rename into " + store.path_of(key) + ": " + fs::error_text(err);
     return PublishStatus::failed;
   }
   // The entry is in place; a failed directory fsync only weakens durability.
-  fs::fsync_dir(dir_, nullptr);
+  fs::fsync_dir(store, nullptr);
   return PublishStatus::published;
 }
 
-bool DiskStore::remove(std::string_view key) {
-  const std::string trash =
-      dir_ + "/" + std::string(k_trash_prefix) + std::string(key.substr(0, 16)) + "-" + fs::unique_suffix();
-  if (std::rename(entry_path(key).c_str(), trash.c_str()) != 0) return false;
-  fs::remove_tree(trash);
+bool DiskStore::remove(std::string_view key, std::string* error) {
+  const fs::Dir store = open(false, error);
+  if (!store) return false;
+  const std::string trash = std::string(k_trash_prefix) + std::string(key.substr(0, 16)) + "-" + fs::unique_suffix();
+  if (const int err = fs::rename_in(store, key, trash); err != 0) {
+    if (error) *error = "cannot rename " + store.path_of(key) + " away: " + fs::error_text(err);
+    return false;
+  }
+  fs::remove_tree(store, trash);
   return true;
 }
 
 bool DiskStore::touch(std::string_view key) const {
-  return fs::touch(entry_path(key) + "/" + std::string(k_meta_file));
+  const fs::Dir store = open(false, nullptr);
+  if (!store) return false;
+  const fs::Dir entry = store.sub(key, nullptr);
+  return entry && fs::touch(entry, k_meta_file);
 }
 
-std::vector<EntryInfo> DiskStore::list() const {
+std::vector<EntryInfo> DiskStore::list(std::string* error) const {
   std::vector<EntryInfo> out;
-  std::error_code ec;
-  for (const auto& d : stdfs::directory_iterator(dir_, ec)) {
-    const std::string name = d.path().filename().string();
-    std::error_code dec;
-    if (!is_key(name) || !d.is_directory(dec)) continue;
+  std::string why;
+  int err = 0;
+  const fs::Dir store = open(false, &why, &err);
+  if (!store) {
+    if (err != ENOENT && error) *error = why;
+    return out;
+  }
+  for (const std::string& name : fs::names_in(store, error)) {
+    if (!is_key(name)) continue;
     EntryInfo info;
     info.key = name;
-    const std::string meta_path = d.path().string() + "/" + std::string(k_meta_file);
-    info.last_used_unix = fs::mtime_seconds(meta_path).value_or(0);
-    std::string text;
-    if (fs::read_file(meta_path, text)) {
-      const nlohmann::json meta = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-      info.summary = meta_summary(meta);
-      if (meta.is_object()) info.created_unix = meta.value("created_unix", std::int64_t(0));
-    } else {
-      info.summary = "?";
+    info.summary = "?";
+    if (const fs::Dir entry = store.sub(name, nullptr)) {
+      if (const auto st = fs::stat_in(entry, k_meta_file); st && S_ISREG(st->st_mode))
+        info.last_used_unix = static_cast<std::int64_t>(st->st_mtim.tv_sec);
+      std::string text;
+      if (fs::read_file(entry, k_meta_file, k_max_meta_bytes, text, nullptr)) {
+        const nlohmann::json meta = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+        info.summary = meta_summary(meta);
+        if (meta.is_object())
+          if (const auto it = meta.find("created_unix"); it != meta.end() && it->is_number_integer())
+            info.created_unix = it->get<std::int64_t>();
+      }
+      info.bytes = folder_bytes(entry);
     }
-    info.bytes = folder_bytes(d.path().string());
     out.push_back(std::move(info));
   }
   std::sort(out.begin(), out.end(), [](const EntryInfo& a, const EntryInfo& b) {
@@ -180,15 +236,21 @@ std::uint64_t DiskStore::total_bytes() const {
 }
 
 std::vector<EntryInfo> DiskStore::evict_to(std::uint64_t max_bytes, std::string_view keep) {
+  return evict_to(max_bytes, std::vector<std::string>{std::string(keep)});
+}
+
+std::vector<EntryInfo> DiskStore::evict_to(std::uint64_t max_bytes, const std::vector<std::string>& keep) {
   std::vector<EntryInfo> entries = list();
   std::uint64_t total = 0;
   for (const EntryInfo& e : entries) total += e.bytes;
   std::vector<EntryInfo> evicted;
+  const fs::Dir store = open(false, nullptr);
+  if (!store) return evicted;
   for (const EntryInfo& e : entries) {
     if (total <= max_bytes) break;
-    if (e.key == keep) continue;
+    if (std::find(keep.begin(), keep.end(), e.key) != keep.end()) continue;
     // A held lock means someone is replacing this entry right now: leave it.
-    std::optional<FileLock> lock = FileLock::try_acquire(lock_path(e.key));
+    std::optional<FileLock> lock = FileLock::try_acquire(store, e.key + std::string(k_lock_suffix));
     if (!lock) continue;
     if (remove(e.key)) {
       total -= std::min(total, e.bytes);
@@ -200,33 +262,42 @@ std::vector<EntryInfo> DiskStore::evict_to(std::uint64_t max_bytes, std::string_
 
 SweepResult DiskStore::sweep_stale(std::int64_t age_seconds) {
   SweepResult r;
+  const fs::Dir store = open(false, nullptr);
+  if (!store) return r;
   const std::int64_t cutoff = fs::now_seconds() - age_seconds;
-  std::error_code ec;
-  std::vector<std::string> names;
-  for (const auto& d : stdfs::directory_iterator(dir_, ec)) names.push_back(d.path().filename().string());
-  for (const std::string& name : names) {
-    const std::string path = dir_ + "/" + name;
+  for (const std::string& name : fs::names_in(store)) {
+    const std::optional<struct stat> st = fs::stat_in(store, name);
+    if (!st) continue;
     const bool tmp = starts_with(name, k_tmp_prefix), trash = starts_with(name, k_trash_prefix);
     if (tmp || trash) {
-      const auto mtime = fs::mtime_seconds(path);
-      if (!mtime || *mtime > cutoff) continue;
-      fs::remove_tree(path);
+      if (S_ISDIR(st->st_mode) && static_cast<std::int64_t>(st->st_mtim.tv_sec) > cutoff) continue;
+      fs::remove_tree(store, name);
       ++(tmp ? r.temp_folders : r.trash_folders);
     } else if (ends_with(name, k_lock_suffix)) {
-      // Taking it proves nobody holds it; the release unlinks it safely.
-      if (FileLock::try_acquire(path)) ++r.lock_files;
+      if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) {
+        // A link or FIFO under a lock's name was never made by a lock.
+        if (::unlinkat(store.fd(), name.c_str(), 0) == 0) ++r.lock_files;
+      } else if (S_ISREG(st->st_mode) && FileLock::try_acquire(store, name)) {
+        // Taking it proves nobody holds it; the release unlinks it safely.
+        ++r.lock_files;
+      }
     }
   }
   return r;
 }
 
-int DiskStore::clear() {
+int DiskStore::clear(std::vector<std::string>* failures) {
   int n = 0;
-  std::error_code ec;
-  std::vector<std::string> keys;
-  for (const auto& d : stdfs::directory_iterator(dir_, ec))
-    if (is_key(d.path().filename().string())) keys.push_back(d.path().filename().string());
-  for (const std::string& key : keys) n += remove(key) ? 1 : 0;
+  const fs::Dir store = open(false, nullptr);
+  if (!store) return 0;
+  for (const std::string& name : fs::names_in(store)) {
+    if (!is_key(name)) continue;
+    std::string why;
+    if (remove(name, &why))
+      ++n;
+    else if (failures)
+      failures->push_back(name.substr(0, 16) + ": " + why);
+  }
   return n;
 }
 

@@ -7,15 +7,23 @@
 //   <root>/v1/.trash-<key>-<id>/ an entry being deleted; renamed away first
 //
 // Entries appear and disappear only by rename(2), so a reader without the
-// lock sees a whole entry or none. Nothing here throws on I/O errors: they
-// come back as statuses, and the policy (warn, degrade) is the caller's.
+// lock sees a whole entry or none. Nothing here throws on I/O errors or on
+// what it finds on disk: they come back as statuses, and the policy (warn,
+// degrade) is the caller's.
+//
+// Everything below <root> is reached through directory descriptors without
+// following a symbolic link, and only regular files are read (fs_util.hpp): a
+// link, FIFO or device in the cache is damage, reported like a bad checksum.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cache/entry.hpp"
+#include "cache/file_lock.hpp"
+#include "cache/fs_util.hpp"
 
 namespace moejit::cache {
 
@@ -53,26 +61,40 @@ class DiskStore {
   std::string entry_path(std::string_view key) const;
   std::string lock_path(std::string_view key) const;
 
+  // The <root>/v1 folder, created first when `create`. Fails (with *error and
+  // *err) when it is absent, or is not a real folder (a link is not followed).
+  fs::Dir open(bool create, std::string* error, int* err = nullptr) const;
+  // The per-key lock (creates the store). See FileLock::acquire.
+  std::optional<FileLock> lock(std::string_view key, std::string* error, bool* unsupported = nullptr) const;
+
   // Reads and verifies every file against meta.json.
   Loaded load(std::string_view key) const;
   // Writes a temp folder, fsyncs it, renames it into place. If the key is
   // already there (a racing publisher won), keeps that entry.
   PublishStatus publish(std::string_view key, const Entry& entry, std::string* error);
-  // Renames the entry away, then deletes it. False if it was not there.
-  bool remove(std::string_view key);
+  // Renames the entry away, then deletes it. False (with *error) if it was
+  // not there or could not be renamed.
+  bool remove(std::string_view key, std::string* error = nullptr);
   // Records a use for LRU eviction (the mtime of meta.json).
   bool touch(std::string_view key) const;
 
-  std::vector<EntryInfo> list() const;  // oldest use first
+  // Every folder named like a key, oldest use first; one whose meta.json
+  // cannot be read or parsed is listed with summary "?". *error is set when
+  // the store exists but cannot be listed (not a folder, a link, no
+  // permission); an absent store is empty, not an error.
+  std::vector<EntryInfo> list(std::string* error = nullptr) const;
   std::uint64_t total_bytes() const;
-  // Deletes least-recently-used entries (never `keep`, never a locked key)
-  // until the store holds at most `max_bytes`. Returns the entries deleted.
+  // Deletes least-recently-used entries (never one in `keep`, never a locked
+  // key) until the store holds at most `max_bytes`. Returns the entries deleted.
+  std::vector<EntryInfo> evict_to(std::uint64_t max_bytes, const std::vector<std::string>& keep);
   std::vector<EntryInfo> evict_to(std::uint64_t max_bytes, std::string_view keep);
-  // Removes temp and trash folders older than `age_seconds` and lock files
-  // nobody holds (they can only be leftovers of a crash).
+  // Removes temp and trash folders older than `age_seconds`, lock files
+  // nobody holds (they can only be leftovers of a crash) and anything under a
+  // lock's name that is not a regular file.
   SweepResult sweep_stale(std::int64_t age_seconds = k_stale_seconds);
-  // Deletes every entry; returns how many.
-  int clear();
+  // Deletes every entry; returns how many. Each entry that could not be
+  // removed adds "<key>: <why>" to *failures.
+  int clear(std::vector<std::string>* failures = nullptr);
 
  private:
   std::string root_, dir_;

@@ -18,6 +18,12 @@ namespace moejit::cache {
 inline constexpr std::string_view k_meta_file = "meta.json";
 inline constexpr int k_entry_format = 1;
 
+// What the store reads at most. A kernel's meta.json (spec, identity, resource
+// report, logs) is a few KiB and its files a few MiB; the bounds only keep a
+// damaged or planted entry from exhausting memory.
+inline constexpr std::uint64_t k_max_meta_bytes = std::uint64_t(4) << 20;
+inline constexpr std::uint64_t k_max_file_bytes = std::uint64_t(256) << 20;
+
 struct EntryFile {
   std::string name;  // a plain file name, e.g. "kernel.cubin"
   std::string bytes;

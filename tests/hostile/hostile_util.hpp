@@ -1,0 +1,87 @@
+#pragma once
+// Shared by the hostile-input tests: bounded-time runs (a hang must fail the
+// test, not stall CI), the CLI with a deadline, and planting files.
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cache_test_util.hpp"
+
+namespace moejit::test {
+
+// Waits for `pid` up to `seconds`; kills it past that. Exit code, or -1 on timeout.
+inline int wait_within(pid_t pid, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Runs `fn` in a child process; true when it returned within `seconds`. A
+// hang (a read that blocks forever) is a false, not a stalled test.
+inline bool finishes_within(double seconds, const std::function<void()>& fn) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    try {
+      fn();
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  return pid > 0 && wait_within(pid, seconds) == 0;
+}
+
+struct CliResult {
+  int exit_code = -1;  // -1: killed at the deadline
+  std::string output;  // stdout and stderr together
+};
+
+// `moejit args...` with MOEJIT_CACHE_DIR=cache_dir (unless env sets it), killed after `seconds`.
+inline CliResult moejit(const TempDir& scratch, const std::string& cache_dir, std::vector<std::string> args,
+                        std::vector<std::pair<std::string, std::string>> env = {}, double seconds = 120) {
+  static int counter = 0;
+  args.insert(args.begin(), MOEJIT_BINARY);
+  bool has_dir = false;
+  for (const auto& [k, v] : env) has_dir |= k == "MOEJIT_CACHE_DIR";
+  if (!has_dir) env.emplace_back("MOEJIT_CACHE_DIR", cache_dir);
+  const std::string out = scratch / ("cli-" + std::to_string(++counter) + ".out");
+  CliResult r;
+  r.exit_code = wait_within(start_process(args, env, out), seconds);
+  r.output = read_text(out);
+  return r;
+}
+
+inline bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+inline void make_fifo(const std::string& path) {
+  std::filesystem::remove(path);
+  if (::mkfifo(path.c_str(), 0644) != 0) throw std::runtime_error("mkfifo " + path + " failed");
+}
+
+inline void make_link(const std::string& target, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  std::filesystem::create_symlink(target, path);
+}
+
+}  // namespace moejit::test
