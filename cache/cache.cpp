@@ -17,7 +17,9 @@ std::string_view source_name(Source s) {
   return "?";
 }
 
-Cache::Cache(Config config) : config_(std::move(config)), disk_(config_.dir) {}
+Cache::Cache(Config config) : config_(std::move(config)), disk_(config_.dir) {
+  if (config_.dir.empty()) writes_disabled_ = true;
+}
 
 Cache::~Cache() {
   try {
@@ -63,6 +65,12 @@ Resolved Cache::resolve(std::string_view key, std::string_view summary, const st
     throw StrictMissError(std::string(key), msg + "; run `moejit precompile` for this configuration first");
   }
 
+  if (config_.dir.empty()) {
+    std::call_once(unusable_warned_, [&] {
+      warn("no kernel cache directory (" + (config_.no_dir_reason.empty() ? "none configured" : config_.no_dir_reason) +
+           "); kernels built by this process are kept in memory only; set MOEJIT_CACHE_DIR to keep them");
+    });
+  }
   std::optional<FileLock> lock;
   if (!writes_disabled_) {
     std::string error;

@@ -43,7 +43,7 @@ std::optional<bool> parse_flag(std::string_view text) {
 
 Config Config::from_env() {
   Config c;
-  c.dir = default_cache_dir();
+  c.dir = default_cache_dir(&c.no_dir_reason);
   if (const char* v = std::getenv("MOEJIT_CACHE_MAX_BYTES"); v && *v) {
     auto bytes = parse_byte_size(v);
     if (!bytes)

@@ -16,13 +16,15 @@ inline constexpr std::uint64_t k_default_max_bytes = std::uint64_t(1) << 30;  //
 using WarnFn = std::function<void(const std::string&)>;
 
 struct Config {
-  std::string dir;                                // the cache root (entries live in dir/v1)
+  std::string dir;                                // the cache root (entries live in dir/v1); "": none
+  std::string no_dir_reason;                      // why dir is "" (cache_dir.hpp)
   std::uint64_t max_bytes = k_default_max_bytes;  // LRU eviction above this; 0 = no cap
   bool no_jit = false;                            // strict mode: a miss is an error
   WarnFn warn;                                    // empty: "moejit: warning: ..." on stderr
 
   // MOEJIT_CACHE_DIR / XDG_CACHE_HOME / HOME (cache_dir.hpp), MOEJIT_CACHE_MAX_BYTES,
   // MOEJIT_NO_JIT. Throws std::invalid_argument naming a malformed variable.
+  // Without a cache directory, dir is "" and the cache keeps kernels in memory.
   static Config from_env();
 };
 

@@ -66,6 +66,11 @@ std::string DiskStore::lock_path(std::string_view key) const {
 }
 
 fs::Dir DiskStore::open(bool create, std::string* error, int* err) const {
+  if (root_.empty()) {
+    if (error) *error = "no cache directory";
+    if (err) *err = ENOENT;
+    return {};
+  }
   if (create && !fs::make_dirs(root_, error)) return {};
   const fs::Dir root = fs::Dir::open(root_, error, err);
   if (!root) return {};

@@ -10,6 +10,7 @@
 #include "cache/json_diff.hpp"
 #include "codegen/compiler_identity.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "tools/cache_config.hpp"
 #include "tools/cache_format.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/commands.hpp"
@@ -164,7 +165,7 @@ int cmd_cache(int argc, char** argv) {
                                : fmt::format("cache {}: unexpected argument '{}'", sub, pos.back()));
   if (args.has("remove") && sub != "verify") throw UsageError("--remove applies to `cache verify` only");
 
-  const cache::Config config = cache::Config::from_env();
+  const cache::Config config = disk_cache_config();
   cache::Cache store(config);
   if (sub == "ls") return cache_ls(store.disk(), config);
   if (sub == "verify") return cache_verify(store.disk(), args.has("remove"));

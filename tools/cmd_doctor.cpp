@@ -39,7 +39,9 @@ int cmd_doctor(int argc, char** argv) {
     targets += fmt::format("{}{} {}", targets.empty() ? "" : ", ", t.name(), status);
   }
   fmt::print("targets     {}\n", targets);
-  fmt::print("cache dir   {}\n", cache::default_cache_dir());
+  std::string no_dir;
+  const std::string cache_dir = cache::default_cache_dir(&no_dir);
+  fmt::print("cache dir   {}\n", cache_dir.empty() ? "none: " + no_dir + "; set MOEJIT_CACHE_DIR" : cache_dir);
 
   std::string why;
   const runtime::DriverApi* api = runtime::try_driver(&why);

@@ -10,6 +10,7 @@
 
 #include "codegen/moe_config.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "tools/cache_config.hpp"
 #include "tools/cache_format.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/commands.hpp"
@@ -109,7 +110,7 @@ int cmd_precompile(int argc, char** argv) {
   fmt::print(stderr, "precompile: {} distinct kernels for {} ({}, {} batch sizes), {} jobs\n", specs.size(), targets,
              what, request.batches.size(), std::min<size_t>(jobs, specs.size()));
 
-  cache::Config config = cache::Config::from_env();
+  cache::Config config = disk_cache_config();
   config.no_jit = false;
   runtime::KernelCache kc(config);
   Progress progress(specs.size());
