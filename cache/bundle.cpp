@@ -4,8 +4,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cache/bounded_json.hpp"
 #include "cache/fs_util.hpp"
 #include "cache/key.hpp"
+#include "cache/printable.hpp"
 #include "cache/sha256.hpp"
 
 namespace moejit::cache {
@@ -76,7 +78,8 @@ std::vector<BundleEntry> read_bundle(const std::string& path) {
 
   std::vector<BundleEntry> out;
   try {
-    const nlohmann::json manifest = nlohmann::json::parse(text);
+    // The manifest holds each entry's meta.json three levels down.
+    const nlohmann::json manifest = parse_json(text, {manifest_size, k_max_json_depth + 3});
     if (manifest.at("format") != "moejit-cache-bundle" || manifest.at("version") != 1)
       throw BundleError(path + ": unsupported bundle format or version");
     for (const auto& e : manifest.at("entries")) {
@@ -101,8 +104,10 @@ std::vector<BundleEntry> read_bundle(const std::string& path) {
         throw BundleError(path + ": entry " + short_key(be.key) + ": " + why);
       out.push_back(std::move(be));
     }
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const JsonInputError& e) {
     throw BundleError(path + ": malformed manifest: " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw BundleError(path + ": malformed manifest: " + printable(e.what(), 200));
   }
   return out;
 }

@@ -62,6 +62,7 @@ Resolved Cache::resolve(std::string_view key, std::string_view summary, const st
     std::string msg = "MOEJIT_NO_JIT=1 forbids compiling, and kernel " + std::string(summary) + " (key " +
                       std::string(key) + ") is not in the kernel cache at " + config_.dir;
     if (found.status == LoadStatus::corrupt) msg += " (its entry is damaged: " + found.problem + ")";
+    if (found.status == LoadStatus::stale) msg += " (its entry is stale: " + found.problem + ")";
     throw StrictMissError(std::string(key), msg + "; run `moejit precompile` for this configuration first");
   }
 
@@ -98,6 +99,8 @@ Resolved Cache::resolve(std::string_view key, std::string_view summary, const st
   if (found.status == LoadStatus::corrupt) {
     report_corrupt(key, summary, found.problem);
     disk_.remove(key);
+  } else if (found.status == LoadStatus::stale) {
+    disk_.remove(key);  // another moejit's entry under this key: replaced, which is no news
   }
 
   ++counters_.misses;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "cache/bounded_json.hpp"
 #include "cache/fs_util.hpp"
 
 namespace moejit::cache {
@@ -94,8 +95,12 @@ std::uint64_t count_field(const nlohmann::json& j, const char* name) {
 }
 
 CounterSnapshot parse_stats(const std::string& text) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  // A torn or foreign file restarts the totals rather than failing a build.
+  nlohmann::json j;
+  try {
+    j = parse_json(text, {k_max_stats_bytes, k_max_json_depth});
+  } catch (const JsonInputError&) {
+    return {};  // a torn or foreign file restarts the totals rather than failing a build
+  }
   if (!j.is_object()) return {};
   CounterSnapshot s;
   s.memory_hits = count_field(j, "memory_hits");

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "cache/bounded_json.hpp"
 #include "cache/key.hpp"
+#include "cache/printable.hpp"
 
 namespace moejit::cache {
 
@@ -41,19 +43,6 @@ bool still_named(const fs::Dir& store, std::string_view key, const fs::Dir& entr
   return ::fstat(entry.fd(), &opened) == 0 && named && named->st_ino == opened.st_ino && named->st_dev == opened.st_dev;
 }
 
-// The size meta.json records for `name`, or 0 when it records none (the
-// sealed check then names the disagreement).
-std::uint64_t recorded_size(const nlohmann::json& files, const std::string& name) {
-  const auto it = files.find(name);
-  if (it == files.end() || !it->is_object()) return 0;
-  const auto size = it->find("size");
-  return size != it->end() && size->is_number_unsigned() ? size->get<std::uint64_t>() : 0;
-}
-
-bool plain_file_name(std::string_view name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
-         name.find('\0') == std::string_view::npos;
-}
 }  // namespace
 
 DiskStore::DiskStore(std::string root) : root_(std::move(root)), dir_(root_ + "/" + std::string(k_store_folder)) {}
@@ -114,31 +103,29 @@ Loaded DiskStore::load(std::string_view key) const {
     return corrupt(error);
   }
   try {
-    out.entry.meta = nlohmann::json::parse(meta_text);
-    const auto files = out.entry.meta.find("files");
-    if (!out.entry.meta.is_object() || files == out.entry.meta.end() || !files->is_object())
-      return corrupt("meta.json lists no files");
-    for (const auto& [name, info] : files->items()) {
-      // Never follow a listed name out of the entry folder.
-      if (!plain_file_name(name) || name == k_meta_file)
-        return corrupt("meta.json lists a bad file name '" + name + "'");
-      EntryFile f{name, {}};
-      const std::uint64_t limit = recorded_size(*files, name);
-      if (limit > k_max_file_bytes)
-        return corrupt(name + ": meta.json records " + std::to_string(limit) + " bytes, over the limit of " +
-                       std::to_string(k_max_file_bytes));
-      if (!fs::read_file(entry, name, limit, f.bytes, &error, &err)) {
-        if (err == ENOENT && !still_named(store, key, entry)) return absent();
-        if (err == EFBIG) return corrupt(name + ": size differs from meta.json");
-        return corrupt(error);
-      }
-      out.entry.files.push_back(std::move(f));
-    }
-    if (std::string why = check_sealed(key, out.entry.meta, out.entry.files); !why.empty())
-      return corrupt(std::move(why));
-  } catch (const nlohmann::json::exception& e) {
-    return corrupt(std::string("meta.json is malformed: ") + e.what());
+    out.entry.meta = parse_json(meta_text, {k_max_meta_bytes, k_max_json_depth});
+  } catch (const JsonInputError& e) {
+    return corrupt(std::string("meta.json: ") + e.what());
   }
+  if (std::string why; foreign_format(out.entry.meta, &why)) {
+    out.status = LoadStatus::stale;
+    out.problem = std::move(why);
+    out.entry = Entry{};
+    return out;
+  }
+  if (std::string why = check_meta(key, out.entry.meta); !why.empty()) return corrupt(std::move(why));
+  // check_meta vouched for the names (plain) and sizes (within k_max_file_bytes).
+  for (const auto& [name, info] : out.entry.meta.at("files").items()) {
+    EntryFile f{name, {}};
+    if (!fs::read_file(entry, name, info.at("size").get<std::uint64_t>(), f.bytes, &error, &err)) {
+      if (err == ENOENT && !still_named(store, key, entry)) return absent();
+      if (err == EFBIG) return corrupt(printable(name) + ": size differs from meta.json");
+      return corrupt(printable(error, 512));
+    }
+    out.entry.files.push_back(std::move(f));
+  }
+  if (std::string why = check_sealed(key, out.entry.meta, out.entry.files); !why.empty())
+    return corrupt(std::move(why));
   out.status = LoadStatus::hit;
   return out;
 }
@@ -218,11 +205,16 @@ std::vector<EntryInfo> DiskStore::list(std::string* error) const {
         info.last_used_unix = static_cast<std::int64_t>(st->st_mtim.tv_sec);
       std::string text;
       if (fs::read_file(entry, k_meta_file, k_max_meta_bytes, text, nullptr)) {
-        const nlohmann::json meta = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-        info.summary = meta_summary(meta);
-        if (meta.is_object())
-          if (const auto it = meta.find("created_unix"); it != meta.end() && it->is_number_integer())
-            info.created_unix = it->get<std::int64_t>();
+        try {
+          const nlohmann::json meta = parse_json(text, {k_max_meta_bytes, k_max_json_depth});
+          info.summary = meta_summary(meta);
+          // Whatever the type of a field, listing goes on: verify names the damage.
+          if (meta.is_object())
+            if (const auto it = meta.find("created_unix"); it != meta.end() && it->is_number_integer())
+              info.created_unix = it->get<std::int64_t>();
+        } catch (const JsonInputError&) {
+          // Listed with summary "?"; loading it reports why.
+        }
       }
       info.bytes = folder_bytes(entry);
     }

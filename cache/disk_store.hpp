@@ -30,12 +30,14 @@ namespace moejit::cache {
 // A temp or trash folder older than this belongs to a dead process.
 inline constexpr std::int64_t k_stale_seconds = 300;
 
-enum class LoadStatus { hit, absent, corrupt };
+// stale: a whole entry that another moejit wrote (another entry format) or,
+// with an entry check, built by another toolkit: never loaded, not damage.
+enum class LoadStatus { hit, absent, corrupt, stale };
 
 struct Loaded {
   LoadStatus status = LoadStatus::absent;
   Entry entry;          // on a hit: the files and the sealed meta.json
-  std::string problem;  // when corrupt: what disagreed
+  std::string problem;  // when corrupt or stale: what disagreed
 };
 
 enum class PublishStatus { published, kept_existing, failed };

@@ -4,7 +4,11 @@
 // On disk an entry is the folder `<store>/<key>/` holding each file and
 // meta.json. meta.json records the caller's fields (spec, identity, resource
 // report, compile times) and the store's own: the key, the format, the
-// creation time and, for every file, its size and SHA-256.
+// creation time, for every file its size and SHA-256, and last meta_sha256,
+// the SHA-256 of meta.json itself without that field, so damage to any field
+// (not only to a file) is detected. Like every checksum here it guards
+// against damage, not against someone who can write the cache: see README.md,
+// "Trust model".
 
 #include <cstdint>
 #include <string>
@@ -16,7 +20,9 @@
 namespace moejit::cache {
 
 inline constexpr std::string_view k_meta_file = "meta.json";
-inline constexpr int k_entry_format = 1;
+// 2: meta.json carries meta_sha256. An entry of another format is stale (left
+// by another moejit), not damaged.
+inline constexpr int k_entry_format = 2;
 
 // What the store reads at most. A kernel's meta.json (spec, identity, resource
 // report, logs) is a few KiB and its files a few MiB; the bounds only keep a
@@ -44,11 +50,25 @@ struct Entry {
 // a file name that is not a plain name.
 nlohmann::json sealed_meta(std::string_view key, const Entry& entry, std::int64_t created_unix);
 
-// Checks `files` against a sealed meta.json: same key, same file set, sizes and
+// True when `meta` is an object whose "format" is an integer other than
+// k_entry_format: an entry another moejit wrote, which this one neither
+// reads nor counts as damage. *why says which format.
+bool foreign_format(const nlohmann::json& meta, std::string* why);
+
+// Checks the store's fields of a sealed meta.json: its format and key, that
+// created_unix is a time, that "files" maps plain names to a size within
+// k_max_file_bytes and a SHA-256, and meta_sha256. Returns the first problem,
+// naming the field, its value (a short excerpt) and what is allowed; empty if none.
+std::string check_meta(std::string_view key, const nlohmann::json& meta);
+
+// check_meta(), then `files` against it: the same file set, sizes and
 // SHA-256. Returns the first disagreement, empty if none.
 std::string check_sealed(std::string_view key, const nlohmann::json& meta, const std::vector<EntryFile>& files);
 
-// The "summary" field (a human-readable spec), or "?" when absent.
+// The SHA-256 of `meta` without its meta_sha256 field.
+std::string meta_checksum(const nlohmann::json& meta);
+
+// The "summary" field (a human-readable spec) as printable text, or "?".
 std::string meta_summary(const nlohmann::json& meta);
 
 }  // namespace moejit::cache

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "cache/printable.hpp"
+
 namespace moejit::cache {
 namespace {
 std::optional<JsonDifference> diff(const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
@@ -13,7 +15,8 @@ std::optional<JsonDifference> diff(const nlohmann::json& a, const nlohmann::json
       const std::string sub = path.empty() ? k : path + "." + k;
       const bool in_a = a.contains(k), in_b = b.contains(k);
       if (!in_a || !in_b)
-        return JsonDifference{sub, in_a ? a.at(k).dump() : "<absent>", in_b ? b.at(k).dump() : "<absent>"};
+        return JsonDifference{sub, in_a ? json_excerpt(a.at(k)) : "<absent>",
+                              in_b ? json_excerpt(b.at(k)) : "<absent>"};
       if (auto d = diff(a.at(k), b.at(k), sub)) return d;
     }
     return std::nullopt;
@@ -24,7 +27,7 @@ std::optional<JsonDifference> diff(const nlohmann::json& a, const nlohmann::json
     return std::nullopt;
   }
   if (a == b) return std::nullopt;
-  return JsonDifference{path, a.dump(), b.dump()};
+  return JsonDifference{path, json_excerpt(a), json_excerpt(b)};
 }
 }  // namespace
 

@@ -12,7 +12,7 @@ namespace moejit::cache {
 
 struct JsonDifference {
   std::string path;         // "toolchain.nvrtc_build", "nvrtc_options[2]"; "" for the root
-  std::string left, right;  // the two values as JSON text ("<absent>" when missing)
+  std::string left, right;  // short excerpts of the two values (printable.hpp), "<absent>" when missing
 };
 
 std::optional<JsonDifference> first_difference(const nlohmann::json& left, const nlohmann::json& right);

@@ -35,7 +35,7 @@ int cache_ls(cache::DiskStore& disk, const cache::Config& config) {
 }
 
 int cache_verify(cache::DiskStore& disk, bool remove_bad) {
-  int ok = 0, bad = 0;
+  int ok = 0, bad = 0, stale = 0;
   for (const cache::EntryInfo& e : disk.list()) {
     const cache::Loaded l = disk.load(e.key);
     if (l.status == cache::LoadStatus::absent) continue;  // removed while we listed
@@ -43,15 +43,18 @@ int cache_verify(cache::DiskStore& disk, bool remove_bad) {
       ++ok;
       continue;
     }
-    ++bad;
-    fmt::print("BAD  {}  {}: {}{}\n", e.key.substr(0, 16), e.summary, l.problem,
+    // A stale entry is whole but never loaded by this moejit: news, not an error.
+    const bool is_stale = l.status == cache::LoadStatus::stale;
+    ++(is_stale ? stale : bad);
+    fmt::print("{}  {}  {}: {}{}\n", is_stale ? "STALE" : "BAD", e.key.substr(0, 16), e.summary, l.problem,
                remove_bad && disk.remove(e.key) ? " (removed)" : "");
   }
   const cache::SweepResult swept = disk.sweep_stale();
   if (swept.temp_folders || swept.trash_folders || swept.lock_files)
     fmt::print("removed leftovers of crashed processes: {} temp folders, {} trash folders, {} lock files\n",
                swept.temp_folders, swept.trash_folders, swept.lock_files);
-  fmt::print("verified {} entries: {} ok, {} bad\n", ok + bad, ok, bad);
+  fmt::print("verified {} entries: {} ok, {} bad{}\n", ok + bad + stale, ok, bad,
+             stale ? fmt::format(", {} stale (left by another moejit or toolkit; never loaded)", stale) : "");
   return bad ? 1 : 0;
 }
 
@@ -83,8 +86,9 @@ int cache_export(cache::DiskStore& disk, const std::string& file) {
   for (const cache::EntryInfo& e : disk.list()) {
     cache::Loaded l = disk.load(e.key);
     if (l.status != cache::LoadStatus::hit) {
-      if (l.status == cache::LoadStatus::corrupt)
-        fmt::print(stderr, "moejit cache export: skipping damaged entry {} ({}): {}\n", e.key.substr(0, 16), e.summary,
+      if (l.status != cache::LoadStatus::absent)
+        fmt::print(stderr, "moejit cache export: skipping {} entry {} ({}): {}\n",
+                   l.status == cache::LoadStatus::stale ? "stale" : "damaged", e.key.substr(0, 16), e.summary,
                    l.problem);
       continue;
     }

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache/sha256.hpp"
 #include "cache_test_util.hpp"
 
 namespace moejit::test {
@@ -82,6 +83,37 @@ inline void make_link(const std::string& target, const std::string& path) {
   std::error_code ec;
   std::filesystem::remove(path, ec);
   std::filesystem::create_symlink(target, path);
+}
+
+}  // namespace moejit::test
+
+namespace moejit::test {
+
+// A bundle's parts: "moejit-cache-bundle 1\n", "<size> <sha256>\n", the
+// manifest, the payload. rebundle() puts them back with a fresh header, so a
+// test can change the manifest and still get past its checksum.
+struct BundleParts {
+  std::string magic, manifest, payload;
+};
+
+inline BundleParts split_bundle(const std::string& bytes) {
+  BundleParts p;
+  const size_t magic_end = bytes.find('\n') + 1, header_end = bytes.find('\n', magic_end) + 1;
+  p.magic = bytes.substr(0, magic_end);
+  const size_t size = std::stoull(bytes.substr(magic_end, header_end - magic_end));
+  p.manifest = bytes.substr(header_end, size);
+  p.payload = bytes.substr(header_end + size);
+  return p;
+}
+
+inline std::string rebundle(const BundleParts& p) {
+  return p.magic + std::to_string(p.manifest.size()) + " " + cache::sha256_hex(p.manifest) + "\n" + p.manifest +
+         p.payload;
+}
+
+// "[[[...]]]" nested `depth` deep.
+inline std::string deep_array(size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
 }
 
 }  // namespace moejit::test

@@ -69,6 +69,7 @@ TEST_CASE("a damaged bundle is refused, naming what failed") {
   }
   SUBCASE("an entry whose meta.json checksums disagree with its files") {
     entries[0].entry.meta["files"]["source.cu"]["sha256"] = std::string(64, '0');
+    entries[0].entry.meta["meta_sha256"] = cache::meta_checksum(entries[0].entry.meta);  // resealed
     cache::write_bundle(path, entries);
     CHECK_THROWS_WITH_AS(cache::read_bundle(path), doctest::Contains("source.cu: SHA-256 differs from meta.json"),
                          cache::BundleError);

@@ -222,6 +222,7 @@ TEST_CASE("export and import: a relocatable bundle, verified, refused from anoth
   SUBCASE("another toolkit's bundle is refused, naming the field") {
     std::vector<cache::BundleEntry> entries = cache::read_bundle(bundle);
     entries[1].entry.meta["identity"]["toolchain"]["nvrtc_build"] = "CL-00000000";
+    entries[1].entry.meta["meta_sha256"] = cache::meta_checksum(entries[1].entry.meta);  // as that toolkit sealed it
     cache::write_bundle(bundle, entries);
     const test::ProcessResult refused = moejit_cli(scratch, scratch / "third", {"cache", "import", bundle});
     INFO(refused.output);

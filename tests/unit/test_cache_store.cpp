@@ -94,7 +94,7 @@ TEST_CASE("a damaged entry loads as corrupt, naming what disagrees") {
     nlohmann::json meta = nlohmann::json::parse(test::read_text(meta_path));
     meta["files"]["../outside"] = meta["files"]["source.cu"];
     test::write_text(meta_path, meta.dump());
-    CHECK(disk.load(key).problem == "meta.json lists a bad file name '../outside'");
+    CHECK(disk.load(key).problem == "meta.json lists a bad file name \"../outside\"");
   }
   SUBCASE("a folder without meta.json") {
     std::filesystem::remove(disk.entry_path(key) + "/meta.json");
