@@ -5,13 +5,15 @@
 
 namespace moejit::cache {
 namespace {
-std::string escaped(std::string_view text, size_t max, bool keep_lines) {
+// `message`: escape only control bytes, so a message whose excerpts are
+// already escaped is not escaped twice.
+std::string escaped(std::string_view text, size_t max, bool message) {
   std::string out;
   const size_t n = std::min(text.size(), max);
   out.reserve(n + 16);
   for (size_t i = 0; i < n; ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if ((c >= 0x20 && c < 0x7f && c != '\\') || (keep_lines && (c == '\n' || c == '\t'))) {
+    if ((c >= 0x20 && c < 0x7f && (c != '\\' || message)) || (message && (c == '\n' || c == '\t'))) {
       out += static_cast<char>(c);
     } else {
       char buf[8];

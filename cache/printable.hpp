@@ -22,7 +22,8 @@ std::string quote(std::string_view text, size_t max = 64);
 // recursive, never long, whatever the value.
 std::string json_excerpt(const nlohmann::json& value, size_t max = 64);
 // A whole message for a terminal: control bytes other than newline and tab
-// escaped, at most `max` bytes of it.
+// escaped (a backslash is left as it is: excerpts in it are escaped already),
+// at most `max` bytes of it.
 std::string printable_message(std::string_view text, size_t max = 16384);
 
 }  // namespace moejit::cache

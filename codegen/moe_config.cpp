@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cache/printable.hpp"
+
 namespace moejit::codegen {
 namespace {
 // Table 10 of the seed paper (appendix A).
@@ -54,7 +56,21 @@ std::optional<Recipe> parse_recipe(std::string_view text) {
   return std::nullopt;
 }
 
+bool valid_config_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
+}
+
+std::string default_config_name(const std::string& file_stem) {
+  return valid_config_name(file_stem) ? file_stem : std::string("custom");
+}
+
 void validate(const MoeConfig& c) {
+  // The name is printed in tables and errors: no control bytes, no flood.
+  if (!valid_config_name(c.name))
+    fail("name", fmt::format("name = {}", cache::quote(c.name)), "must be 1 to 64 printable ASCII characters");
   if (c.ranks < 1 || c.ranks > k_max_ranks)
     fail("ranks", fmt::format("ranks R = {}", c.ranks), fmt::format("must be in [1, {}]", k_max_ranks));
   if (c.experts < c.ranks || c.experts % c.ranks != 0)

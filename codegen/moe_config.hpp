@@ -69,8 +69,12 @@ class ConfigError : public std::invalid_argument {
   std::string field_;
 };
 
-// Every Table 10 range (and the fields moejit adds). Throws ConfigError.
+// Every Table 10 range (and the fields moejit adds, and a name of 1 to 64
+// printable ASCII characters). Throws ConfigError.
 void validate(const MoeConfig& config);
+bool valid_config_name(std::string_view name);
+// A file's stem as a config name when it is a valid one, else "custom".
+std::string default_config_name(const std::string& file_stem);
 // 1 <= B <= token_capacity. Throws ConfigError (field "batch").
 void validate_batch(const MoeConfig& config, int batch);
 
@@ -90,9 +94,11 @@ std::vector<std::string> builtin_model_names();
 void to_json(nlohmann::json& j, const MoeConfig& c);
 void from_json(const nlohmann::json& j, MoeConfig& c);
 
-// Reads a JSON config file, parses it strictly and validates it; without a
-// "name" the config is named after the file's stem. Errors are ConfigError
-// prefixed with the path (field() is still the bare key).
+// Reads a JSON config file (at most 1 MiB, nested at most 16 deep, no key
+// twice), parses it strictly and validates it; without a "name" the config
+// is named after the file's stem. Errors are ConfigError prefixed with the
+// path (field() is still the bare key); unreadable or malformed JSON is a
+// std::runtime_error naming the path.
 MoeConfig load_moe_config(const std::string& path);
 
 }  // namespace moejit::codegen

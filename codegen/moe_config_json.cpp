@@ -1,33 +1,44 @@
 // MoeConfig <-> JSON, strict: a config file is user input, so a typo in a key
 // or a quoted number must fail with the field's name, never fall back to a
-// default.
+// default. Errors quote a bad value as a short, escaped excerpt.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "cache/bounded_json.hpp"
+#include "cache/printable.hpp"
 #include "codegen/moe_config.hpp"
 
 namespace moejit::codegen {
 namespace {
+// A configuration is a few hundred bytes. The bound keeps `--config
+// /dev/zero` from reading until memory runs out.
+constexpr std::size_t k_max_config_bytes = 1 << 20;
+
 constexpr const char* k_known_keys[] = {"name",          "ranks",        "experts",        "top_k",
                                         "hidden",        "intermediate", "recipe",         "swiglu_clamp",
                                         "shared_expert", "dispatch_sms", "token_capacity", "batched_routes"};
 
 [[noreturn]] void type_error(const std::string& field, const char* expected, const nlohmann::json& v) {
-  throw ConfigError(field, fmt::format("{} must be {}, got {}", field, expected, v.dump()));
+  throw ConfigError(field, fmt::format("{} must be {}, got {}", field, expected, cache::json_excerpt(v)));
 }
 
 int get_int(const nlohmann::json& obj, const std::string& key, const std::string& field) {
   const nlohmann::json& v = obj.at(key);
   if (!v.is_number_integer()) type_error(field, "an integer", v);
-  const auto wide = v.get<long long>();
-  if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max())
-    throw ConfigError(field, fmt::format("{} = {} is invalid: does not fit a 32-bit integer", field, wide));
-  return static_cast<int>(wide);
+  // Read as unsigned when it is one: 2^63 and above would wrap negative as a long long.
+  const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <= std::uint64_t(std::numeric_limits<int>::max())
+                                           : v.get<std::int64_t>() >= std::numeric_limits<int>::min() &&
+                                                 v.get<std::int64_t>() <= std::numeric_limits<int>::max();
+  if (!fits)
+    throw ConfigError(field, fmt::format("{} = {} is invalid: does not fit a 32-bit integer", field, v.dump()));
+  return static_cast<int>(v.get<std::int64_t>());
 }
 
 void read_int(const nlohmann::json& j, const char* key, int& out, bool required) {
@@ -60,7 +71,8 @@ void from_json(const nlohmann::json& j, MoeConfig& c) {
     bool known = false;
     for (const char* k : k_known_keys) known = known || key == k;
     if (!known)
-      throw ConfigError(key, fmt::format("unknown field '{}' (known fields: {})", key, fmt::join(k_known_keys, ", ")));
+      throw ConfigError(key, fmt::format("unknown field '{}' (known fields: {})", cache::printable(key),
+                                         fmt::join(k_known_keys, ", ")));
   }
   MoeConfig out;
   if (j.contains("name")) {
@@ -77,8 +89,8 @@ void from_json(const nlohmann::json& j, MoeConfig& c) {
     if (!v.is_string()) type_error("recipe", "a string", v);
     auto recipe = parse_recipe(v.get<std::string>());
     if (!recipe)
-      throw ConfigError("recipe",
-                        fmt::format("recipe = {} is invalid: must be \"{}\"", v.dump(), recipe_name(Recipe::w4a8_mx)));
+      throw ConfigError("recipe", fmt::format("recipe = {} is invalid: must be \"{}\"", cache::json_excerpt(v),
+                                              recipe_name(Recipe::w4a8_mx)));
     out.recipe = *recipe;
   }
   if (j.contains("swiglu_clamp")) {
@@ -95,8 +107,9 @@ void from_json(const nlohmann::json& j, MoeConfig& c) {
     if (v.is_object()) {
       for (const auto& [key, value] : v.items())
         if (key != "k_group")
-          throw ConfigError("shared_expert." + key,
-                            fmt::format("unknown field 'shared_expert.{}' (known fields: k_group)", key));
+          throw ConfigError(
+              "shared_expert." + key,
+              fmt::format("unknown field 'shared_expert.{}' (known fields: k_group)", cache::printable(key)));
       if (!v.contains("k_group"))
         throw ConfigError("shared_expert.k_group", "shared_expert.k_group is missing (32 or 128)");
       out.shared_expert = SharedExpert{get_int(v, "k_group", "shared_expert.k_group")};
@@ -113,20 +126,46 @@ void from_json(const nlohmann::json& j, MoeConfig& c) {
   c = std::move(out);
 }
 
+namespace {
+// At most k_max_config_bytes of `path` (a pipe such as `<(...)` is fine: it ends).
+std::string read_config_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot read config file '{}': {}", path, std::strerror(errno)));
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw std::runtime_error(fmt::format("cannot read config file '{}': {}", path, std::strerror(err)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > k_max_config_bytes) {
+      ::close(fd);
+      throw std::runtime_error(
+          fmt::format("{}: larger than {} bytes; a model configuration is a few hundred", path, k_max_config_bytes));
+    }
+  }
+  ::close(fd);
+  return text;
+}
+}  // namespace
+
 MoeConfig load_moe_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(fmt::format("cannot read config file '{}'", path));
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_config_file(path);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(fmt::format("{}: not valid JSON: {}", path, e.what()));
+    j = cache::parse_json(text, {k_max_config_bytes, cache::k_max_json_depth});
+  } catch (const cache::JsonInputError& e) {
+    // Every JSON error (1e400 overflowing a double too) names the file.
+    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
   }
   try {
     MoeConfig c = j.get<MoeConfig>();
-    if (!j.contains("name")) c.name = std::filesystem::path(path).stem().string();
+    if (!j.contains("name")) c.name = default_config_name(std::filesystem::path(path).stem().string());
     validate(c);
     return c;
   } catch (const ConfigError& e) {

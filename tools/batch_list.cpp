@@ -14,7 +14,7 @@ long long parse_number(const std::string& flag, const std::string& item, const s
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size())
     throw UsageError(
-        fmt::format("--{}: '{}' is not a batch size or range (expected e.g. 8, 1,3,8 or 1-256)", flag, item));
+        fmt::format("--{}: '{}' is not a batch size or range (expected e.g. 8, 1,3,8 or 1-256)", flag, excerpt(item)));
   return v;
 }
 
@@ -45,11 +45,12 @@ std::vector<int> parse_batch_list(const std::string& flag, const std::string& te
     const long long b = parse_number(flag, item, item.substr(dash + 1));
     check_range(flag, a, lo, hi);
     check_range(flag, b, lo, hi);
-    if (a > b) throw UsageError(fmt::format("--{}: range '{}' is empty (its start exceeds its end)", flag, item));
+    if (a > b)
+      throw UsageError(fmt::format("--{}: range '{}' is empty (its start exceeds its end)", flag, excerpt(item)));
     bool any = false;
     for (long long p = 1; p <= b; p *= 2)
       if (p >= a) add(static_cast<int>(p)), any = true;
-    if (!any) throw UsageError(fmt::format("--{}: range '{}' holds no power of two", flag, item));
+    if (!any) throw UsageError(fmt::format("--{}: range '{}' holds no power of two", flag, excerpt(item)));
   }
   return out;
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "cache/printable.hpp"
+
 namespace moejit::tools {
 
 Args::Args(const std::vector<OptionSpec>& options, int argc, char** argv, int first) {
@@ -26,7 +28,7 @@ Args::Args(const std::vector<OptionSpec>& options, int argc, char** argv, int fi
       name = name.substr(0, eq);
     }
     const OptionSpec* spec = find(name);
-    if (!spec) throw UsageError(fmt::format("unknown option '--{}' (see --help)", name));
+    if (!spec) throw UsageError(fmt::format("unknown option '--{}' (see --help)", excerpt(name)));
     if (spec->takes_value) {
       if (!value) {
         if (i + 1 >= argc) throw UsageError(fmt::format("option '--{}' needs a {}", name, spec->value_name));
@@ -35,6 +37,10 @@ Args::Args(const std::vector<OptionSpec>& options, int argc, char** argv, int fi
     } else if (value) {
       throw UsageError(fmt::format("option '--{}' takes no value", name));
     }
+    // Taking the last of two silently would hide a typo in a long command line.
+    if (!spec->repeatable && values_.count(name))
+      throw UsageError(fmt::format("option '--{}' given twice ('{}' and '{}'); give it once", name,
+                                   excerpt(values_[name]), excerpt(value.value_or(""))));
     values_[name] = value.value_or("");
     all_values_[name].push_back(value.value_or(""));
   }
@@ -61,10 +67,14 @@ long long Args::get_int(const std::string& name, long long fallback, long long l
   long long v = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
   if (ec != std::errc() || end != text->data() + text->size())
-    throw UsageError(fmt::format("--{}: '{}' is not an integer", name, *text));
+    throw UsageError(fmt::format("--{}: '{}' is not an integer", name, excerpt(*text)));
   if (v < lo || v > hi)
     throw UsageError(fmt::format("--{}: {} is outside the allowed range [{}, {}]", name, v, lo, hi));
   return v;
+}
+
+std::string excerpt(std::string_view value) {
+  return cache::printable(value, 64);
 }
 
 std::string format_options(const std::vector<OptionSpec>& options) {

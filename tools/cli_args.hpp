@@ -1,11 +1,13 @@
 #pragma once
 // A small, strict command-line parser: `--name value`, `--name=value` and
-// flags. Unknown options and missing values are errors that name the option.
+// flags. Unknown options, missing values and an option given twice that is
+// not repeatable are errors that name the option.
 
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace moejit::tools {
@@ -20,7 +22,7 @@ struct OptionSpec {
   bool takes_value = true;
   std::string help;
   std::string value_name = "VALUE";
-  bool repeatable = false;  // may be given several times (get_all); otherwise the last one counts
+  bool repeatable = false;  // may be given several times (get_all); otherwise twice is an error
 };
 
 class Args {
@@ -42,6 +44,11 @@ class Args {
   std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positional_;
 };
+
+// A command-line value as an error message quotes it: at most 64 bytes, control
+// bytes escaped (cache/printable.hpp), so a 2 MB argument or an escape
+// sequence never reaches the terminal whole.
+std::string excerpt(std::string_view value);
 
 // "  --name VALUE   help" lines for a command's --help.
 std::string format_options(const std::vector<OptionSpec>& options);

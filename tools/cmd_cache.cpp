@@ -166,7 +166,7 @@ int cmd_cache(int argc, char** argv) {
   const size_t want = (sub == "export" || sub == "import") ? 2 : 1;
   if (pos.size() != want)
     throw UsageError(want == 2 ? fmt::format("cache {} needs one FILE", sub)
-                               : fmt::format("cache {}: unexpected argument '{}'", sub, pos.back()));
+                               : fmt::format("cache {}: unexpected argument '{}'", sub, excerpt(pos.back())));
   if (args.has("remove") && sub != "verify") throw UsageError("--remove applies to `cache verify` only");
 
   const cache::Config config = disk_cache_config();
@@ -177,7 +177,7 @@ int cmd_cache(int argc, char** argv) {
   if (sub == "stats") return cache_stats(store, config);
   if (sub == "export") return cache_export(store.disk(), pos[1]);
   if (sub == "import") return cache_import(store.disk(), pos[1]);
-  throw UsageError(fmt::format("unknown cache command '{}' (ls, verify, clear, stats, export, import)", sub));
+  throw UsageError(fmt::format("unknown cache command '{}' (ls, verify, clear, stats, export, import)", excerpt(sub)));
 }
 
 }  // namespace moejit::tools

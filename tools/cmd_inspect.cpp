@@ -42,14 +42,15 @@ codegen::Target target_of(const Args& args) {
   const auto text = args.get("target");
   if (!text) throw UsageError("--target is required (one of " + codegen::target_names() + ")");
   const auto target = codegen::parse_target(*text);
-  if (!target) throw UsageError(fmt::format("--target: '{}' is not one of {}", *text, codegen::target_names()));
+  if (!target)
+    throw UsageError(fmt::format("--target: '{}' is not one of {}", excerpt(*text), codegen::target_names()));
   return *target;
 }
 
 void apply_version_options(const Args& args, ptx::PipelineOptions& options) {
   if (auto cap = args.get("version-cap")) {
     options.version.cap = ptx::PtxVersion::parse(*cap);
-    if (!options.version.cap) throw UsageError(fmt::format("--version-cap: '{}' is not MAJOR.MINOR", *cap));
+    if (!options.version.cap) throw UsageError(fmt::format("--version-cap: '{}' is not MAJOR.MINOR", excerpt(*cap)));
   }
   if (auto release = args.get("version-toolchain")) options.version.only_for_release = *release;
 }
@@ -77,10 +78,10 @@ ptx::PipelineOptions file_options(const Args& args, codegen::Target target) {
     if (colon != std::string::npos) {
       const std::string uses = spec.substr(colon + 1);
       if (uses.empty() || uses.find_first_not_of("0123456789") != std::string::npos || uses.size() > 4)
-        throw UsageError(fmt::format("--tensormap: '{}' is not NAME[:USES]", spec));
+        throw UsageError(fmt::format("--tensormap: '{}' is not NAME[:USES]", excerpt(spec)));
       map.uses = std::stoi(uses);
     }
-    if (map.formal.empty()) throw UsageError(fmt::format("--tensormap: '{}' names no formal", spec));
+    if (map.formal.empty()) throw UsageError(fmt::format("--tensormap: '{}' names no formal", excerpt(spec)));
     o.tensormaps.push_back(std::move(map));
   }
   ptx::EntryAbi abi;
@@ -97,7 +98,8 @@ InspectStage stage_of(const Args& args) {
   const std::string text = args.get_or("stage", "passes");
   const auto stage = parse_inspect_stage(text);
   if (!stage)
-    throw UsageError(fmt::format("--stage: '{}' is not one of source, ptx, passes, final, resources, all", text));
+    throw UsageError(
+        fmt::format("--stage: '{}' is not one of source, ptx, passes, final, resources, all", excerpt(text)));
   return *stage;
 }
 
@@ -161,7 +163,7 @@ int cmd_inspect(int argc, char** argv) {
         throw UsageError(fmt::format("--{} is for --ptx: a built-in kernel declares its own", only_ptx));
     const codegen::BuiltinKernel* kernel = codegen::find_builtin_kernel(*name);
     if (!kernel)
-      throw UsageError(fmt::format("--kernel: '{}' is not one of {}", *name, codegen::builtin_kernel_names()));
+      throw UsageError(fmt::format("--kernel: '{}' is not one of {}", excerpt(*name), codegen::builtin_kernel_names()));
     if (!kernel->supports(target))
       throw UsageError(fmt::format("--kernel: '{}' does not compile for {}", *name, target.name()));
     return inspect_spec(kernel->spec(target), args);

@@ -24,8 +24,8 @@ codegen::MoeConfig read_config(const Args& args) {
     try {
       config = codegen::builtin_model(*name, args.has("shared-expert"));
     } catch (const std::invalid_argument&) {
-      throw UsageError(
-          fmt::format("--model: '{}' is not one of {}", *name, fmt::join(codegen::builtin_model_names(), ", ")));
+      throw UsageError(fmt::format("--model: '{}' is not one of {}", excerpt(*name),
+                                   fmt::join(codegen::builtin_model_names(), ", ")));
     }
     if (!args.has("ranks"))
       throw UsageError(fmt::format("--ranks R is required with --model (1 <= R <= {})", k_max_ranks));
@@ -50,8 +50,8 @@ codegen::DeviceProfile read_device(const Args& args) {
   try {
     return codegen::builtin_profile(*name);
   } catch (const std::invalid_argument&) {
-    throw UsageError(
-        fmt::format("--device: '{}' is not one of {}", *name, fmt::join(codegen::builtin_profile_names(), ", ")));
+    throw UsageError(fmt::format("--device: '{}' is not one of {}", excerpt(*name),
+                                 fmt::join(codegen::builtin_profile_names(), ", ")));
   }
 }
 }  // namespace
@@ -98,7 +98,7 @@ int cmd_plan(int argc, char** argv) {
     return 0;
   }
   if (!args.positional().empty())
-    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", args.positional().front()));
+    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", excerpt(args.positional().front())));
   const codegen::DeviceProfile device = read_device(args);
   codegen::MoeConfig config = read_config(args);
   config.dispatch_sms = static_cast<int>(args.get_int("dispatch-sms", config.dispatch_sms, 2, device.sm_count));

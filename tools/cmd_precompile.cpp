@@ -27,8 +27,8 @@ PrecompileRequest parse_request(const Args& args) {
     try {
       r.config = codegen::builtin_model(*name);
     } catch (const std::invalid_argument&) {
-      throw UsageError(
-          fmt::format("--model: '{}' is not one of {}", *name, fmt::join(codegen::builtin_model_names(), ", ")));
+      throw UsageError(fmt::format("--model: '{}' is not one of {}", excerpt(*name),
+                                   fmt::join(codegen::builtin_model_names(), ", ")));
     }
   } else if (auto file = args.get("config")) {
     r.config = codegen::load_moe_config(*file);
@@ -96,7 +96,7 @@ int cmd_precompile(int argc, char** argv) {
     return 0;
   }
   if (!args.positional().empty())
-    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", args.positional().front()));
+    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", excerpt(args.positional().front())));
   const PrecompileRequest request = parse_request(args);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const auto jobs = static_cast<unsigned>(args.get_int("jobs", cores, 1, 1024));

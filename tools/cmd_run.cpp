@@ -45,8 +45,8 @@ int cmd_run(int argc, char** argv) {
   try {
     model = codegen::builtin_model(model_name);
   } catch (const std::invalid_argument&) {
-    throw UsageError(
-        fmt::format("--model: '{}' is not one of {}", model_name, fmt::join(codegen::builtin_model_names(), ", ")));
+    throw UsageError(fmt::format("--model: '{}' is not one of {}", excerpt(model_name),
+                                 fmt::join(codegen::builtin_model_names(), ", ")));
   }
   const int tokens = static_cast<int>(args.get_int("batch", 8, 1, 256));
   const std::uint64_t seed =
@@ -59,7 +59,7 @@ int cmd_run(int argc, char** argv) {
   codegen::Target target{codegen::Arch::sm_90a};
   if (auto t = args.get("target")) {
     auto parsed = codegen::parse_target(*t);
-    if (!parsed) throw UsageError(fmt::format("--target: '{}' is not one of {}", *t, codegen::target_names()));
+    if (!parsed) throw UsageError(fmt::format("--target: '{}' is not one of {}", excerpt(*t), codegen::target_names()));
     target = *parsed;
   } else if (device && !device->target_name().empty()) {
     target = *codegen::parse_target(device->target_name());

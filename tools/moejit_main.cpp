@@ -5,6 +5,7 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 
+#include "cache/printable.hpp"
 #include "codegen/compiler_identity.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/commands.hpp"
@@ -55,13 +56,14 @@ int main(int argc, char** argv) {
     try {
       return c.run(argc, argv);
     } catch (const moejit::tools::UsageError& e) {
-      fmt::print(stderr, "moejit {}: {}\n", c.name, e.what());
+      fmt::print(stderr, "moejit {}: {}\n", c.name, moejit::cache::printable_message(e.what()));
       return 2;
     } catch (const std::exception& e) {
-      fmt::print(stderr, "moejit {}: error: {}\n", c.name, e.what());
+      // Whatever an error quotes, the terminal gets no control bytes and at most 16 KiB.
+      fmt::print(stderr, "moejit {}: error: {}\n", c.name, moejit::cache::printable_message(e.what()));
       return 1;
     }
   }
-  fmt::print(stderr, "moejit: unknown command '{}' (see moejit --help)\n", argv[1]);
+  fmt::print(stderr, "moejit: unknown command '{}' (see moejit --help)\n", moejit::tools::excerpt(argv[1]));
   return 2;
 }

@@ -18,7 +18,7 @@ int parse_positive(std::string_view text, std::string_view whole) {
   int v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < 1)
-    throw UsageError(fmt::format("--batches: '{}' in '{}' is not a positive integer", text, whole));
+    throw UsageError(fmt::format("--batches: '{}' in '{}' is not a positive integer", excerpt(text), excerpt(whole)));
   return v;
 }
 
@@ -51,7 +51,7 @@ std::vector<int> parse_batches(std::string_view text) {
     const std::string_view part = text.substr(pos, comma - pos);
     if (const size_t dash = part.find('-'); dash != std::string_view::npos) {
       const int lo = parse_positive(part.substr(0, dash), text), hi = parse_positive(part.substr(dash + 1), text);
-      if (lo > hi) throw UsageError(fmt::format("--batches: range '{}' is empty", part));
+      if (lo > hi) throw UsageError(fmt::format("--batches: range '{}' is empty", excerpt(part)));
       if (hi > 65536) throw UsageError(fmt::format("--batches: {} exceeds the maximum of 65536", hi));
       for (int b = lo; b <= hi; ++b) out.push_back(b);
     } else {
@@ -71,7 +71,7 @@ std::vector<codegen::Target> parse_targets(std::string_view text) {
     const size_t comma = std::min(text.find(',', pos), text.size());
     const std::string_view name = text.substr(pos, comma - pos);
     auto t = codegen::parse_target(name);
-    if (!t) throw UsageError(fmt::format("--targets: '{}' is not one of {}", name, codegen::target_names()));
+    if (!t) throw UsageError(fmt::format("--targets: '{}' is not one of {}", excerpt(name), codegen::target_names()));
     if (std::find(out.begin(), out.end(), *t) == out.end()) out.push_back(*t);
     pos = comma + 1;
   }
