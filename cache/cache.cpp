@@ -17,7 +17,7 @@ std::string_view source_name(Source s) {
   return "?";
 }
 
-Cache::Cache(Config config) : config_(std::move(config)), disk_(config_.dir) {
+Cache::Cache(Config config) : config_(std::move(config)), disk_(config_.dir, config_.check) {
   if (config_.dir.empty()) writes_disabled_ = true;
 }
 

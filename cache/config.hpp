@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "cache/entry.hpp"
+
 namespace moejit::cache {
 
 inline constexpr std::uint64_t k_default_max_bytes = std::uint64_t(1) << 30;  // 1 GiB
@@ -21,6 +23,7 @@ struct Config {
   std::uint64_t max_bytes = k_default_max_bytes;  // LRU eviction above this; 0 = no cap
   bool no_jit = false;                            // strict mode: a miss is an error
   WarnFn warn;                                    // empty: "moejit: warning: ..." on stderr
+  EntryCheck check;                               // empty: checksums only (entry.hpp)
 
   // MOEJIT_CACHE_DIR / XDG_CACHE_HOME / HOME (cache_dir.hpp), MOEJIT_CACHE_MAX_BYTES,
   // MOEJIT_NO_JIT. Throws std::invalid_argument naming a malformed variable.

@@ -45,7 +45,8 @@ bool still_named(const fs::Dir& store, std::string_view key, const fs::Dir& entr
 
 }  // namespace
 
-DiskStore::DiskStore(std::string root) : root_(std::move(root)), dir_(root_ + "/" + std::string(k_store_folder)) {}
+DiskStore::DiskStore(std::string root, EntryCheck check)
+    : root_(std::move(root)), dir_(root_ + "/" + std::string(k_store_folder)), check_(std::move(check)) {}
 
 std::string DiskStore::entry_path(std::string_view key) const {
   return dir_ + "/" + std::string(key);
@@ -126,6 +127,21 @@ Loaded DiskStore::load(std::string_view key) const {
   }
   if (std::string why = check_sealed(key, out.entry.meta, out.entry.files); !why.empty())
     return corrupt(std::move(why));
+  if (check_) {
+    EntryVerdict verdict;
+    try {
+      verdict = check_(key, out.entry);
+    } catch (const std::exception& e) {
+      verdict.problem = printable(e.what(), 300);  // a check that throws has found a problem too
+    }
+    if (verdict.stale) {
+      out.status = LoadStatus::stale;
+      out.problem = std::move(verdict.problem);
+      out.entry = Entry{};
+      return out;
+    }
+    if (!verdict.problem.empty()) return corrupt(std::move(verdict.problem));
+  }
   out.status = LoadStatus::hit;
   return out;
 }

@@ -56,7 +56,8 @@ struct SweepResult {
 
 class DiskStore {
  public:
-  explicit DiskStore(std::string root);
+  // `check` (may be empty) runs on every load whose checksums pass.
+  explicit DiskStore(std::string root, EntryCheck check = {});
 
   const std::string& root() const { return root_; }
   const std::string& dir() const { return dir_; }
@@ -69,8 +70,9 @@ class DiskStore {
   // The per-key lock (creates the store). See FileLock::acquire.
   std::optional<FileLock> lock(std::string_view key, std::string* error, bool* unsupported = nullptr) const;
 
-  // Reads and verifies every file against meta.json.
+  // Reads and verifies every file against meta.json, then runs the check.
   Loaded load(std::string_view key) const;
+  const EntryCheck& check() const { return check_; }
   // Writes a temp folder, fsyncs it, renames it into place. If the key is
   // already there (a racing publisher won), keeps that entry.
   PublishStatus publish(std::string_view key, const Entry& entry, std::string* error);
@@ -100,6 +102,7 @@ class DiskStore {
 
  private:
   std::string root_, dir_;
+  EntryCheck check_;
 };
 
 }  // namespace moejit::cache

@@ -11,6 +11,7 @@
 // "Trust model".
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,5 +71,16 @@ std::string meta_checksum(const nlohmann::json& meta);
 
 // The "summary" field (a human-readable spec) as printable text, or "?".
 std::string meta_summary(const nlohmann::json& meta);
+
+// What an entry must satisfy beyond its checksums for a load to count as a
+// hit: the caller's rules (runtime/ checks that a kernel entry can be loaded
+// and that its contents belong to its key). A problem makes the entry
+// corrupt, or stale when the entry is whole but was built by another toolkit
+// or moejit (it can never be loaded here, and it is not damage either).
+struct EntryVerdict {
+  std::string problem;  // empty: the entry is good
+  bool stale = false;
+};
+using EntryCheck = std::function<EntryVerdict(std::string_view key, const Entry& entry)>;
 
 }  // namespace moejit::cache

@@ -2,7 +2,14 @@
 
 namespace moejit::runtime {
 
-KernelCache::KernelCache(cache::Config config) : cache_(std::move(config)) {}
+namespace {
+cache::Config with_kernel_check(cache::Config config) {
+  if (!config.check) config.check = check_kernel_entry;
+  return config;
+}
+}  // namespace
+
+KernelCache::KernelCache(cache::Config config) : cache_(with_kernel_check(std::move(config))) {}
 
 KernelCache& KernelCache::global() {
   static KernelCache instance(cache::Config::from_env());
@@ -21,7 +28,7 @@ std::shared_ptr<const CachedKernel> KernelCache::get_or_build(const codegen::Ker
       spec,
       [&] {
         const std::string key = cache_key(spec);
-        cache::Resolved r = cache_.resolve(key, spec.summary(), [&] { return to_entry(build_kernel(spec)); });
+        cache::Resolved r = cache_.resolve(key, spec.summary(), [&] { return to_entry(build_for_cache(spec, key)); });
         from = r.source;
         return std::make_shared<const CachedKernel>(from_entry(key, r.entry));
       },

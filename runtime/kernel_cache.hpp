@@ -45,10 +45,32 @@ struct CachedKernel {
 cache::KeyInputs key_inputs(const codegen::KernelSpec& spec);
 std::string cache_key(const codegen::KernelSpec& spec);
 
-// A build as a cache entry (files + meta: spec, identity, resources, times, logs), and back.
+// A build as a cache entry (files + meta: spec, identity, key schema,
+// templates digest, resources, times, logs), and back.
 cache::Entry to_entry(const BuildArtifacts& built);
-// Throws std::runtime_error naming the key if the entry lacks one of the files.
+// Throws std::runtime_error naming the key if the entry lacks one of the files
+// or a field of meta.json.
 CachedKernel from_entry(const std::string& key, const cache::Entry& entry);
+
+// The PTX declaration that makes a cubin carry `key`: a global byte array
+// "moejit-cache-key:<key>" appended to the final PTX before nvJitLink.
+std::string key_marker_ptx(std::string_view key);
+// build_kernel() for the cache: the same stages, with the key marker linked in.
+BuildArtifacts build_for_cache(const codegen::KernelSpec& spec, std::string_view key);
+
+// What get_or_build (and `moejit cache verify` and `import`) require of an
+// entry whose checksums pass, so that a hit can always be loaded and belongs
+// to its key:
+// - exactly the four kernel files, and a meta.json whose spec, resources and
+//   compile times parse (numbers where numbers belong);
+// - the spec keys to the entry's name with this moejit and toolkit, else the
+//   entry is stale when meta.json records other key inputs (another toolkit,
+//   templates, pass pipeline), or corrupt when it records these;
+// - source.cu is what this moejit emits for the spec, ptx.final.ptx declares
+//   the key and kernel.cubin carries it (and no other key).
+// Checksums stop damage; this stops a file or meta.json moved between keys.
+// Neither stops someone who can write the cache (README.md, "Trust model").
+cache::EntryVerdict check_kernel_entry(std::string_view key, const cache::Entry& entry);
 
 struct KernelSpecHash {
   size_t operator()(const codegen::KernelSpec& spec) const noexcept;

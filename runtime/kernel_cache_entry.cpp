@@ -1,13 +1,101 @@
-// The KernelSpec side of the cache: key inputs, and BuildArtifacts <-> entry.
+// The KernelSpec side of the cache: key inputs, BuildArtifacts <-> entry, and
+// what a kernel entry must be for a load to count as a hit.
+#include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "cache/json_diff.hpp"
+#include "cache/printable.hpp"
+#include "cache/sha256.hpp"
 #include "codegen/compiler_identity.hpp"
 #include "ptx_passes/pipeline_version.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "templates/registry.hpp"
 
 namespace moejit::runtime {
+namespace {
+// What the cubin carries to say which key it was built for (see key_marker_ptx).
+constexpr std::string_view k_key_marker = "moejit-cache-key:";
+constexpr std::string_view k_kernel_files[] = {k_file_source, k_file_ptx, k_file_final_ptx, k_file_cubin};
+
+std::string templates_digest(const codegen::KernelSpec& spec) {
+  cache::Sha256 h;
+  for (const templates::TemplateFile* f : templates::closure(spec.template_file)) {
+    h.field(f->name);
+    h.field(f->bytes);
+  }
+  return h.hex();
+}
+
+// Converting a floating-point number outside int's range to int is undefined,
+// and KernelSpec and ResourceReport read theirs with get<int>(): refuse any
+// non-integer number except the one timing field.
+std::string non_integer_number(const nlohmann::json& value, const std::string& where) {
+  std::vector<std::pair<const nlohmann::json*, std::string>> todo = {{&value, where}};
+  while (!todo.empty()) {
+    const auto [v, path] = todo.back();
+    todo.pop_back();
+    const std::string_view timing = ".ptxas_millis";
+    const bool is_timing =
+        path.size() >= timing.size() && path.compare(path.size() - timing.size(), timing.size(), timing) == 0;
+    if (v->is_number_float() && !is_timing)
+      return "meta.json: " + path + " is " + cache::json_excerpt(*v) + "; it must be an integer";
+    if (v->is_object())
+      for (const auto& [k, child] : v->items()) todo.emplace_back(&child, path + "." + k);
+    else if (v->is_array())
+      for (size_t i = 0; i < v->size(); ++i) todo.emplace_back(&(*v)[i], path + "[" + std::to_string(i) + "]");
+  }
+  return {};
+}
+
+// The fields of meta.json a kernel needs, into `k`. Throws std::runtime_error
+// ("meta.json: spec: ...") when one is missing or malformed.
+void read_meta(const nlohmann::json& meta, CachedKernel& k) {
+  auto field = [&](const char* name) -> const nlohmann::json& {
+    const auto it = meta.find(name);
+    if (it == meta.end()) throw std::runtime_error(std::string("meta.json has no ") + name);
+    return *it;
+  };
+  for (const char* name : {"spec", "resources"})
+    if (std::string why = non_integer_number(field(name), name); !why.empty()) throw std::runtime_error(why);
+  const char* reading = "spec";
+  try {
+    k.spec = field("spec").get<codegen::KernelSpec>();
+    reading = "resources";
+    k.resources = field("resources").get<codegen::ResourceReport>();
+    reading = "compile_millis";
+    const nlohmann::json& t = field("compile_millis");
+    k.nvrtc_millis = t.at("nvrtc").get<double>();
+    k.passes_millis = t.at("passes").get<double>();
+    k.link_millis = t.at("link").get<double>();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("meta.json: ") + reading + ": " + cache::printable(e.what(), 200));
+  }
+}
+
+// Why an entry that keys as `local` here, not as `key`, is stale: the first
+// input of the key its meta.json records differently from this moejit, or
+// "" when it records the same inputs (then the spec itself was changed).
+std::string built_elsewhere(const nlohmann::json& meta, const codegen::KernelSpec& spec) {
+  auto recorded = [&](const char* name) {
+    const auto it = meta.find(name);
+    return it == meta.end() ? nlohmann::json() : *it;
+  };
+  if (recorded("key_schema") != cache::k_key_schema_version)
+    return "built by another moejit (key schema " + cache::json_excerpt(recorded("key_schema")) + "; this one uses " +
+           std::to_string(cache::k_key_schema_version) + ")";
+  if (auto d = cache::first_difference(recorded("identity"), nlohmann::json(codegen::compiler_identity(spec.target))))
+    return "built by another toolkit (compiler identity field '" + cache::printable(d->path) + "' is " + d->left +
+           " there, " + d->right + " here)";
+  if (recorded("pass_pipeline_version") != ptx::k_pass_pipeline_version)
+    return "built by another moejit (PTX pass pipeline " + cache::json_excerpt(recorded("pass_pipeline_version")) +
+           "; this one runs " + std::to_string(ptx::k_pass_pipeline_version) + ")";
+  if (recorded("templates_sha256") != templates_digest(spec))
+    return "built by another moejit (its kernel templates differ from this one's)";
+  return {};
+}
+}  // namespace
 
 cache::KeyInputs key_inputs(const codegen::KernelSpec& spec) {
   cache::KeyInputs in;
@@ -37,6 +125,8 @@ cache::Entry to_entry(const BuildArtifacts& built) {
       {"spec", built.spec},
       {"identity", codegen::compiler_identity(built.spec.target)},
       {"pass_pipeline_version", ptx::k_pass_pipeline_version},
+      {"key_schema", cache::k_key_schema_version},
+      {"templates_sha256", templates_digest(built.spec)},
       {"resources", built.resources},
       {"compile_millis", {{"nvrtc", built.nvrtc_millis}, {"passes", built.passes_millis}, {"link", built.link_millis}}},
       {"nvrtc_log", built.nvrtc_log},
@@ -58,17 +148,82 @@ CachedKernel from_entry(const std::string& key, const cache::Entry& entry) {
   const std::string& cubin = file(k_file_cubin);
   k.cubin.assign(cubin.begin(), cubin.end());
   try {
-    k.spec = entry.meta.at("spec").get<codegen::KernelSpec>();
-    k.resources = entry.meta.at("resources").get<codegen::ResourceReport>();
-    const nlohmann::json& t = entry.meta.at("compile_millis");
-    k.nvrtc_millis = t.at("nvrtc").get<double>();
-    k.passes_millis = t.at("passes").get<double>();
-    k.link_millis = t.at("link").get<double>();
+    read_meta(entry.meta, k);
   } catch (const std::exception& e) {
-    throw std::runtime_error("kernel cache entry " + key + " has a malformed meta.json: " + e.what());
+    throw std::runtime_error("kernel cache entry " + key + " is malformed: " + e.what());
   }
   k.meta = entry.meta;
   return k;
+}
+
+std::string key_marker_ptx(std::string_view key) {
+  const std::string marker = std::string(k_key_marker) + std::string(key);
+  std::string bytes;
+  for (char c : marker) {
+    if (!bytes.empty()) bytes += ',';
+    bytes += std::to_string(static_cast<unsigned char>(c));
+  }
+  return "\n// The cache key this kernel was built for: the cubin carries it, so a cubin\n"
+         "// under another key's name is detected (runtime/kernel_cache_entry.cpp).\n"
+         ".visible .global .align 1 .b8 moejit_cache_key[" +
+         std::to_string(marker.size()) + "] = {" + bytes + "};\n";
+}
+
+BuildArtifacts build_for_cache(const codegen::KernelSpec& spec, std::string_view key) {
+  BuildArtifacts a = compile_source(spec);
+  run_passes(a, ptx_buffer_name(spec), pass_options(spec));
+  a.final_ptx += key_marker_ptx(key);
+  link(a, ptx_buffer_name(spec));
+  return a;
+}
+
+cache::EntryVerdict check_kernel_entry(std::string_view key, const cache::Entry& entry) {
+  auto bad = [](std::string why) { return cache::EntryVerdict{std::move(why), false}; };
+  std::string names;
+  bool four = entry.files.size() == std::size(k_kernel_files);
+  for (const cache::EntryFile& f : entry.files) {
+    if (!names.empty()) names += ", ";
+    names += cache::printable(f.name, 32);
+    four = four && std::find(std::begin(k_kernel_files), std::end(k_kernel_files), f.name) != std::end(k_kernel_files);
+  }
+  if (!four)
+    return bad("it holds {" + names +
+               "}, not the files of a kernel (source.cu, ptx.nvrtc.ptx, ptx.final.ptx, "
+               "kernel.cubin)");
+  CachedKernel k;
+  try {
+    read_meta(entry.meta, k);
+  } catch (const std::exception& e) {
+    return bad(e.what());
+  }
+  // The key binds the contents: the spec must key to the folder's name here,
+  // and the files must be what that spec builds to.
+  if (const std::string local = cache_key(k.spec); local != key) {
+    if (std::string why = built_elsewhere(entry.meta, k.spec); !why.empty()) return {std::move(why), true};
+    return bad("meta.json's spec keys as " + local.substr(0, 16) + " here, not as its folder's name");
+  }
+  if (!built_elsewhere(entry.meta, k.spec).empty())
+    return bad("meta.json records key inputs (identity, templates, passes) that do not match its key");
+  if (entry.file(k_file_source)->bytes != codegen::emit_source(k.spec).text)
+    return bad("source.cu is not the source this moejit emits for the spec");
+  if (entry.file(k_file_final_ptx)->bytes.find(key_marker_ptx(key)) == std::string::npos)
+    return bad("ptx.final.ptx does not declare the key it was built for");
+  const std::string& cubin = entry.file(k_file_cubin)->bytes;
+  if (cubin.compare(0, 4,
+                    "\x7f"
+                    "ELF") != 0)
+    return bad("kernel.cubin is not an ELF file");
+  const std::string own = std::string(k_key_marker) + std::string(key);
+  bool carries_own = false;
+  for (size_t at = cubin.find(k_key_marker); at != std::string::npos; at = cubin.find(k_key_marker, at + 1)) {
+    if (cubin.compare(at, own.size(), own) != 0)
+      return bad("kernel.cubin was built for key " +
+                 cache::printable(std::string_view(cubin).substr(at + k_key_marker.size(), 16)) +
+                 ", not this one (a cubin under another key's name)");
+    carries_own = true;
+  }
+  if (!carries_own) return bad("kernel.cubin carries no key (it was not built for this entry)");
+  return {};
 }
 
 size_t KernelSpecHash::operator()(const codegen::KernelSpec& s) const noexcept {

@@ -120,6 +120,10 @@ void check_importable(const std::string& file, const cache::BundleEntry& e) {
     throw std::runtime_error(fmt::format(
         "refusing {}: {} has key {} but this moejit keys its spec as {} (different templates or PTX pass pipeline)",
         file, who, e.key.substr(0, 16), key.substr(0, 16)));
+  // What every load will require: an entry that passes its checksums but could
+  // never be loaded (no files, no resources...) is refused here, not later.
+  if (const cache::EntryVerdict v = runtime::check_kernel_entry(e.key, e.entry); !v.problem.empty())
+    throw std::runtime_error(fmt::format("refusing {}: {}: {}", file, who, v.problem));
 }
 
 int cache_import(cache::DiskStore& disk, const std::string& file) {
@@ -169,7 +173,8 @@ int cmd_cache(int argc, char** argv) {
                                : fmt::format("cache {}: unexpected argument '{}'", sub, excerpt(pos.back())));
   if (args.has("remove") && sub != "verify") throw UsageError("--remove applies to `cache verify` only");
 
-  const cache::Config config = disk_cache_config();
+  cache::Config config = disk_cache_config();
+  config.check = runtime::check_kernel_entry;
   cache::Cache store(config);
   if (sub == "ls") return cache_ls(store.disk(), config);
   if (sub == "verify") return cache_verify(store.disk(), args.has("remove"));
