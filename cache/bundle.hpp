@@ -11,7 +11,15 @@
 // the offset, size and SHA-256 in the payload. Paths never appear: an entry is
 // found by its key on any machine. Checking the compiler identity against the
 // local toolkit is the importer's job (cache/ does not know the toolkit).
+//
+// A bundle is untrusted input until checked: the header is read before any
+// allocation it asks for (a manifest larger than the file, or than
+// k_max_manifest_bytes, is refused first), the manifest is bounded JSON, and
+// every field is checked by name. The checksums detect damage in transit; a
+// bundle is not signed, so they do not tell who made it (README.md, "Trust
+// model").
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,11 +38,17 @@ struct BundleEntry {
   Entry entry;  // meta: the sealed meta.json it had in the exporting cache
 };
 
-// Writes atomically (temp file + rename). Throws BundleError.
+// Thousands of kernels' meta.json; far below what would strain memory.
+inline constexpr std::uint64_t k_max_manifest_bytes = std::uint64_t(64) << 20;
+
+// Writes atomically (temp file + fsync + rename). `path` must be absent or a
+// regular file: a FIFO, device, directory or symbolic link there is refused,
+// never replaced. Throws BundleError.
 void write_bundle(const std::string& path, const std::vector<BundleEntry>& entries);
 
-// Reads and verifies every checksum (the manifest's, each file's, and each
-// entry's files against its meta.json). Throws BundleError naming what failed.
+// Reads a regular file and verifies every checksum (the manifest's, each
+// file's, and each entry's files against its meta.json). Throws BundleError
+// naming what failed, with the field, a short excerpt and what is allowed.
 std::vector<BundleEntry> read_bundle(const std::string& path);
 
 }  // namespace moejit::cache

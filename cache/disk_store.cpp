@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <stdexcept>
 
 #include "cache/bounded_json.hpp"
 #include "cache/key.hpp"
@@ -146,23 +147,31 @@ Loaded DiskStore::load(std::string_view key) const {
   return out;
 }
 
-PublishStatus DiskStore::publish(std::string_view key, const Entry& entry, std::string* error) {
+std::optional<DiskStore::Staged> DiskStore::stage(std::string_view key, const Entry& entry, std::string* error) {
   const fs::Dir store = open(true, error);
-  if (!store) return PublishStatus::failed;
-  const std::string tmp = std::string(k_tmp_prefix) + std::string(key.substr(0, 16)) + "-" + fs::unique_suffix();
-  if (::mkdirat(store.fd(), tmp.c_str(), 0755) != 0) {
-    if (error) *error = "cannot create " + store.path_of(tmp) + ": " + fs::error_text(errno);
-    return PublishStatus::failed;
+  if (!store) return std::nullopt;
+  Staged staged{std::string(key),
+                std::string(k_tmp_prefix) + std::string(key.substr(0, 16)) + "-" + fs::unique_suffix()};
+  if (::mkdirat(store.fd(), staged.folder.c_str(), 0755) != 0) {
+    if (error) *error = "cannot create " + store.path_of(staged.folder) + ": " + fs::error_text(errno);
+    return std::nullopt;
   }
   auto fail = [&] {
-    fs::remove_tree(store, tmp);
-    return PublishStatus::failed;
+    fs::remove_tree(store, staged.folder);
+    return std::nullopt;
   };
-  const fs::Dir folder = store.sub(tmp, error);
+  const fs::Dir folder = store.sub(staged.folder, error);
   if (!folder) return fail();
-  nlohmann::json meta;
+  std::string meta_text;
   try {
-    meta = sealed_meta(key, entry, fs::now_seconds());
+    const nlohmann::json meta = sealed_meta(key, entry, fs::now_seconds());
+    // Never write a meta.json that load() would refuse to read.
+    if (nests_deeper_than(meta, k_max_json_depth))
+      throw std::invalid_argument("meta.json would nest deeper than " + std::to_string(k_max_json_depth) + " levels");
+    meta_text = meta.dump(2) + "\n";
+    if (meta_text.size() > k_max_meta_bytes)
+      throw std::invalid_argument("meta.json would be " + std::to_string(meta_text.size()) +
+                                  " bytes, over the limit of " + std::to_string(k_max_meta_bytes));
   } catch (const std::exception& e) {
     if (error) *error = e.what();
     return fail();
@@ -170,17 +179,32 @@ PublishStatus DiskStore::publish(std::string_view key, const Entry& entry, std::
   for (const EntryFile& f : entry.files)
     if (!fs::write_file_synced(folder, f.name, f.bytes, error)) return fail();
   // meta.json last: an entry folder with a meta.json is complete.
-  if (!fs::write_file_synced(folder, k_meta_file, meta.dump(2) + "\n", error)) return fail();
+  if (!fs::write_file_synced(folder, k_meta_file, meta_text, error)) return fail();
   if (!fs::fsync_dir(folder, error)) return fail();
-  if (const int err = fs::rename_in(store, tmp, key); err != 0) {
-    fs::remove_tree(store, tmp);
+  return staged;
+}
+
+PublishStatus DiskStore::commit(const Staged& staged, std::string* error) {
+  const fs::Dir store = open(false, error);
+  if (!store) return PublishStatus::failed;
+  if (const int err = fs::rename_in(store, staged.folder, staged.key); err != 0) {
+    fs::remove_tree(store, staged.folder);
     if (err == ENOTEMPTY || err == EEXIST) return PublishStatus::kept_existing;
-    if (error) *error = "cannot rename into " + store.path_of(key) + ": " + fs::error_text(err);
+    if (error) *error = "cannot rename into " + store.path_of(staged.key) + ": " + fs::error_text(err);
     return PublishStatus::failed;
   }
   // The entry is in place; a failed directory fsync only weakens durability.
   fs::fsync_dir(store, nullptr);
   return PublishStatus::published;
+}
+
+void DiskStore::discard(const Staged& staged) {
+  if (const fs::Dir store = open(false, nullptr)) fs::remove_tree(store, staged.folder);
+}
+
+PublishStatus DiskStore::publish(std::string_view key, const Entry& entry, std::string* error) {
+  const std::optional<Staged> staged = stage(key, entry, error);
+  return staged ? commit(*staged, error) : PublishStatus::failed;
 }
 
 bool DiskStore::remove(std::string_view key, std::string* error) {

@@ -74,8 +74,20 @@ class DiskStore {
   Loaded load(std::string_view key) const;
   const EntryCheck& check() const { return check_; }
   // Writes a temp folder, fsyncs it, renames it into place. If the key is
-  // already there (a racing publisher won), keeps that entry.
+  // already there (a racing publisher won), keeps that entry. The same as
+  // stage() then commit().
   PublishStatus publish(std::string_view key, const Entry& entry, std::string* error);
+
+  // The halves of publish(), so a caller can write many entries before it
+  // makes any of them visible (an import: all or nothing). stage() writes the
+  // sealed entry into a fresh temp folder and fsyncs it; nullopt (with
+  // *error) when it cannot. commit() renames it into place; discard() deletes it.
+  struct Staged {
+    std::string key, folder;
+  };
+  std::optional<Staged> stage(std::string_view key, const Entry& entry, std::string* error);
+  PublishStatus commit(const Staged& staged, std::string* error);
+  void discard(const Staged& staged);
   // Renames the entry away, then deletes it. False (with *error) if it was
   // not there or could not be renamed.
   bool remove(std::string_view key, std::string* error = nullptr);

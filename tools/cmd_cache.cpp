@@ -126,20 +126,60 @@ void check_importable(const std::string& file, const cache::BundleEntry& e) {
     throw std::runtime_error(fmt::format("refusing {}: {}: {}", file, who, v.problem));
 }
 
-int cache_import(cache::DiskStore& disk, const std::string& file) {
+// All or nothing: every entry is checked, then every one is written into a
+// temp folder, and only then are they renamed into place; a failure at any
+// step leaves the cache as it was (an entry it held damaged stays replaced).
+int cache_import(cache::DiskStore& disk, const cache::Config& config, const std::string& file) {
   const std::vector<cache::BundleEntry> entries = cache::read_bundle(file);
-  for (const cache::BundleEntry& e : entries) check_importable(file, e);
-  int added = 0, present = 0;
+  std::uint64_t bytes = 0;
   for (const cache::BundleEntry& e : entries) {
+    check_importable(file, e);
+    bytes += e.entry.bytes() + e.entry.meta.dump(2).size();
+  }
+  if (config.max_bytes && bytes > config.max_bytes)
+    throw std::runtime_error(fmt::format(
+        "refusing {}: its {} entries take {}, more than the cache's cap MOEJIT_CACHE_MAX_BYTES = {}; raise the cap",
+        file, entries.size(), format_bytes(bytes), format_bytes(config.max_bytes)));
+
+  std::vector<cache::DiskStore::Staged> staged;
+  auto abandon = [&](const std::string& why) {
+    for (const cache::DiskStore::Staged& s : staged) disk.discard(s);
+    return std::runtime_error(
+        fmt::format("import of {} into {} failed: {}; nothing was imported", file, disk.dir(), why));
+  };
+  int present = 0;
+  std::vector<std::string> keys;
+  for (const cache::BundleEntry& e : entries) {
+    keys.push_back(e.key);
+    const cache::LoadStatus here = disk.load(e.key).status;
+    if (here == cache::LoadStatus::hit) {
+      ++present;
+      continue;
+    }
     std::string error;
-    switch (disk.publish(e.key, e.entry, &error)) {
-      case cache::PublishStatus::published: ++added; break;
-      case cache::PublishStatus::kept_existing: ++present; break;
-      case cache::PublishStatus::failed: throw std::runtime_error("import into " + disk.dir() + " failed: " + error);
+    std::optional<cache::DiskStore::Staged> s = disk.stage(e.key, e.entry, &error);
+    if (!s) throw abandon(error);
+    staged.push_back(std::move(*s));
+  }
+  std::vector<std::string> committed;
+  for (size_t i = 0; i < staged.size(); ++i) {
+    disk.remove(staged[i].key);  // a damaged or stale entry under this key
+    std::string error;
+    const cache::PublishStatus status = disk.commit(staged[i], &error);
+    if (status == cache::PublishStatus::published) committed.push_back(staged[i].key);
+    if (status == cache::PublishStatus::kept_existing) ++present;  // a concurrent writer got there first
+    if (status == cache::PublishStatus::failed) {
+      for (const std::string& key : committed) disk.remove(key);
+      staged.erase(staged.begin(), staged.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      throw abandon(error);
     }
   }
-  fmt::print("imported {} entries from {} ({} new, {} already present); checksums and compiler identity verified\n",
-             entries.size(), file, added, present);
+  const size_t evicted = config.max_bytes ? disk.evict_to(config.max_bytes, keys).size() : 0;
+  fmt::print(
+      "imported {} entries from {} ({} new, {} already present{}); checksums, compiler identity and key binding "
+      "verified\n",
+      entries.size(), file, committed.size(), present,
+      evicted ? fmt::format(", {} older entries evicted to stay under the cap", evicted) : "");
   return 0;
 }
 
@@ -181,7 +221,7 @@ int cmd_cache(int argc, char** argv) {
   if (sub == "clear") return cache_clear(store);
   if (sub == "stats") return cache_stats(store, config);
   if (sub == "export") return cache_export(store.disk(), pos[1]);
-  if (sub == "import") return cache_import(store.disk(), pos[1]);
+  if (sub == "import") return cache_import(store.disk(), config, pos[1]);
   throw UsageError(fmt::format("unknown cache command '{}' (ls, verify, clear, stats, export, import)", excerpt(sub)));
 }
 

@@ -14,6 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "cache/entry.hpp"
 #include "cache/sha256.hpp"
 #include "cache_test_util.hpp"
 
@@ -114,6 +117,35 @@ inline std::string rebundle(const BundleParts& p) {
 // "[[[...]]]" nested `depth` deep.
 inline std::string deep_array(size_t depth) {
   return std::string(depth, '[') + std::string(depth, ']');
+}
+
+}  // namespace moejit::test
+
+namespace moejit::test {
+
+// What someone who edits an entry by hand does: change meta.json, then make
+// every checksum agree again (file sizes and SHA-256, and meta_sha256).
+inline void reseal(const std::string& folder, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json meta = nlohmann::json::parse(read_text(folder + "/meta.json"));
+  edit(meta);
+  nlohmann::json files = nlohmann::json::object();
+  for (const std::string& name : names_in(folder))
+    if (name != "meta.json") {
+      const std::string bytes = read_text(folder + "/" + name);
+      files[name] = {{"size", bytes.size()}, {"sha256", cache::sha256_hex(bytes)}};
+    }
+  meta["files"] = files;
+  meta["meta_sha256"] = cache::meta_checksum(meta);
+  write_text(folder + "/meta.json", meta.dump(2));
+}
+
+// The entry in `folder`, as a bundle carries it.
+inline cache::Entry entry_in(const std::string& folder) {
+  cache::Entry e;
+  e.meta = nlohmann::json::parse(read_text(folder + "/meta.json"));
+  for (const std::string& name : names_in(folder))
+    if (name != "meta.json") e.files.push_back({name, read_text(folder + "/" + name)});
+  return e;
 }
 
 }  // namespace moejit::test

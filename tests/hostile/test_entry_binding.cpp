@@ -21,30 +21,6 @@ using moejit::test::TempDir;
 namespace {
 const codegen::Target k_sm90{codegen::Arch::sm_90a};
 
-// What someone who edits an entry by hand does: change it, then make every
-// checksum agree again (file sizes and SHA-256, and meta_sha256).
-void reseal(const std::string& folder, const std::function<void(nlohmann::json&)>& edit) {
-  nlohmann::json meta = nlohmann::json::parse(test::read_text(folder + "/meta.json"));
-  edit(meta);
-  nlohmann::json files = nlohmann::json::object();
-  for (const std::string& name : test::names_in(folder))
-    if (name != "meta.json") {
-      const std::string bytes = test::read_text(folder + "/" + name);
-      files[name] = {{"size", bytes.size()}, {"sha256", cache::sha256_hex(bytes)}};
-    }
-  meta["files"] = files;
-  meta["meta_sha256"] = cache::meta_checksum(meta);
-  test::write_text(folder + "/meta.json", meta.dump(2));
-}
-
-cache::Entry entry_in(const std::string& folder) {
-  cache::Entry e;
-  e.meta = nlohmann::json::parse(test::read_text(folder + "/meta.json"));
-  for (const std::string& name : test::names_in(folder))
-    if (name != "meta.json") e.files.push_back({name, test::read_text(folder + "/" + name)});
-  return e;
-}
-
 struct Built {
   TempDir scratch;
   std::string root = scratch / "cache";
@@ -68,11 +44,11 @@ TEST_CASE(
   SUBCASE("\"files\": {}") {
     for (const std::string& name : test::names_in(b.folder(key)))
       if (name != "meta.json") std::filesystem::remove(b.folder(key) + "/" + name);
-    reseal(b.folder(key), [](nlohmann::json&) {});
+    test::reseal(b.folder(key), [](nlohmann::json&) {});
     expected = "it holds {}, not the files of a kernel (source.cu, ptx.nvrtc.ptx, ptx.final.ptx, kernel.cubin)";
   }
   SUBCASE("no resources") {
-    reseal(b.folder(key), [](nlohmann::json& m) { m.erase("resources"); });
+    test::reseal(b.folder(key), [](nlohmann::json& m) { m.erase("resources"); });
     expected = "meta.json has no resources";
   }
   REQUIRE(cache::DiskStore(b.root).load(key).status == cache::LoadStatus::hit);  // its checksums pass
@@ -86,7 +62,7 @@ TEST_CASE(
   CHECK(test::contains(verify.output, "BAD  " + key.substr(0, 16) + "  " + spec.summary() + ": " + expected));
 
   const std::string bundle = b.scratch / "bad.moejit";
-  cache::write_bundle(bundle, {{key, entry_in(b.folder(key))}});
+  cache::write_bundle(bundle, {{key, test::entry_in(b.folder(key))}});
   const test::CliResult import = test::moejit(b.scratch, b.scratch / "elsewhere", {"cache", "import", bundle});
   INFO(import.output);
   CHECK(import.exit_code == 1);
@@ -118,18 +94,18 @@ TEST_CASE("item 12: the key binds the contents: a swapped cubin, an edited spec 
     const std::string cubin1 = test::read_text(b.folder(key1) + "/kernel.cubin");
     test::write_text(b.folder(key1) + "/kernel.cubin", test::read_text(b.folder(key2) + "/kernel.cubin"));
     test::write_text(b.folder(key2) + "/kernel.cubin", cubin1);
-    reseal(b.folder(key1), [](nlohmann::json&) {});
-    reseal(b.folder(key2), [](nlohmann::json&) {});
+    test::reseal(b.folder(key1), [](nlohmann::json&) {});
+    test::reseal(b.folder(key2), [](nlohmann::json&) {});
     expected =
         "kernel.cubin was built for key " + key2.substr(0, 16) + ", not this one (a cubin under another key's name)";
   }
   SUBCASE("the spec edited, resealed") {
-    reseal(b.folder(key1), [&](nlohmann::json& m) { m["spec"] = nlohmann::json(two); });
+    test::reseal(b.folder(key1), [&](nlohmann::json& m) { m["spec"] = nlohmann::json(two); });
     expected = "meta.json's spec keys as " + key2.substr(0, 16) + " here, not as its folder's name";
   }
   SUBCASE("source.cu swapped, resealed") {
     test::write_text(b.folder(key1) + "/source.cu", test::read_text(b.folder(key2) + "/source.cu"));
-    reseal(b.folder(key1), [](nlohmann::json&) {});
+    test::reseal(b.folder(key1), [](nlohmann::json&) {});
     expected = "source.cu is not the source this moejit emits for the spec";
   }
   SUBCASE("a field outside \"files\" changed without resealing") {
@@ -159,7 +135,7 @@ TEST_CASE("item 12: an entry built by another toolkit is stale: never loaded, re
   b.cache().get_or_build(spec);
   // What an older toolkit left: its own key for the spec, its own identity.
   std::filesystem::rename(b.folder(key), b.folder(theirs));
-  reseal(b.folder(theirs), [&](nlohmann::json& m) {
+  test::reseal(b.folder(theirs), [&](nlohmann::json& m) {
     m["key"] = theirs;
     m["identity"]["toolchain"]["nvrtc_build"] = "CL-00000000";
   });
