@@ -36,7 +36,17 @@ void Cache::warn(const std::string& message) const {
     std::fprintf(stderr, "moejit: warning: %s\n", message.c_str());
 }
 
+std::string Cache::disk_problem() const {
+  if (config_.dir.empty()) return "no cache directory (" + config_.no_dir_reason + ")";
+  std::lock_guard lock(problem_mu_);
+  return disk_problem_;
+}
+
 void Cache::disk_unusable(const std::string& why) {
+  {
+    std::lock_guard lock(problem_mu_);
+    if (disk_problem_.empty()) disk_problem_ = why;
+  }
   writes_disabled_ = true;
   std::call_once(unusable_warned_, [&] {
     warn("the kernel cache at " + config_.dir + " cannot be written (" + why +

@@ -59,8 +59,10 @@ class Cache {
   // or whatever build() throws.
   Resolved resolve(std::string_view key, std::string_view summary, const std::function<Entry()>& build);
 
-  // Whether this process still writes to disk (false after a failed write).
+  // Whether this process still writes to disk (false after a failed write),
+  // and if not, why (the first failure, or why there is no cache directory).
   bool disk_writable() const { return !writes_disabled_.load(); }
+  std::string disk_problem() const;
 
   // Adds what this process counted since the last flush to stats.json.
   void flush_stats();
@@ -77,6 +79,8 @@ class Cache {
   std::atomic<bool> writes_disabled_{false};
   std::once_flag unusable_warned_, no_flock_warned_, swept_;
   std::mutex stats_mu_;
+  mutable std::mutex problem_mu_;
+  std::string disk_problem_;
   CounterSnapshot flushed_;
 };
 

@@ -226,6 +226,13 @@ bool DiskStore::touch(std::string_view key) const {
   return entry && fs::touch(entry, k_meta_file);
 }
 
+bool DiskStore::contains(std::string_view key) const {
+  const fs::Dir store = open(false, nullptr);
+  const fs::Dir entry = store ? store.sub(key, nullptr) : fs::Dir();
+  const std::optional<struct stat> meta = entry ? fs::stat_in(entry, k_meta_file) : std::nullopt;
+  return meta && S_ISREG(meta->st_mode);
+}
+
 std::vector<EntryInfo> DiskStore::list(std::string* error) const {
   std::vector<EntryInfo> out;
   std::string why;

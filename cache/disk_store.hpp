@@ -93,6 +93,9 @@ class DiskStore {
   bool remove(std::string_view key, std::string* error = nullptr);
   // Records a use for LRU eviction (the mtime of meta.json).
   bool touch(std::string_view key) const;
+  // Whether an entry folder with a meta.json is there (cheap; not verified):
+  // for a caller that published or loaded the key and asks if it is still kept.
+  bool contains(std::string_view key) const;
 
   // Every folder named like a key, oldest use first; one whose meta.json
   // cannot be read or parsed is listed with summary "?". *error is set when

@@ -44,6 +44,15 @@ PrecompileRequest parse_request(const Args& args) {
 }
 
 // Progress on stderr: one line when a kernel starts, one when it is done.
+// How many of the `specs` that were built or loaded (`done`) the disk cache does not hold.
+size_t kernels_not_kept(runtime::KernelCache& kc, const std::vector<codegen::KernelSpec>& specs,
+                        const std::vector<char>& done) {
+  size_t n = 0;
+  for (size_t i = 0; i < specs.size(); ++i)
+    n += done[i] && !kc.store().disk().contains(runtime::cache_key(specs[i])) ? 1 : 0;
+  return n;
+}
+
 class Progress {
  public:
   explicit Progress(size_t total) : total_(total), start_(Clock::now()) {}
@@ -118,6 +127,7 @@ int cmd_precompile(int argc, char** argv) {
   std::atomic<int> compiled{0}, cached{0}, failed{0};
   std::mutex errors_mu;
   std::vector<std::string> errors;
+  std::vector<char> done(specs.size(), 0);
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < specs.size();) {
       const codegen::KernelSpec& spec = specs[i];
@@ -128,6 +138,7 @@ int cmd_precompile(int argc, char** argv) {
         kc.get_or_build(spec, &source);
         const bool built = source == cache::Source::compiled;
         ++(built ? compiled : cached);
+        done[i] = 1;
         progress.finished(spec, built ? "compiled" : "cached  ",
                           std::chrono::duration<double>(Clock::now() - t0).count());
       } catch (const std::exception& e) {
@@ -153,7 +164,24 @@ int cmd_precompile(int argc, char** argv) {
              kc.store().disk_writable() ? "" : " (not writable: kernels were kept in memory only)");
   fmt::print("counters          {}\n", format_counters_line(c));
   for (const std::string& e : errors) fmt::print(stderr, "moejit precompile: error: {}\n", e);
-  return failed ? 1 : 0;
+  // A fleet deploys after a precompile that succeeded and then runs with
+  // MOEJIT_NO_JIT=1: success means every kernel is in the cache, not merely built.
+  const size_t missing = kernels_not_kept(kc, specs, done);
+  if (missing) {
+    std::string why;
+    if (!kc.store().disk_writable())
+      why = "the cache cannot be written: " + kc.store().disk_problem();
+    else if (c.evictions)
+      why = fmt::format(
+          "{} were evicted to keep the cache under its cap MOEJIT_CACHE_MAX_BYTES = {}, which these kernels exceed; "
+          "raise the cap",
+          c.evictions, format_bytes(config.max_bytes));
+    else
+      why = "they were removed while precompile ran (by another process?)";
+    fmt::print(stderr, "moejit precompile: error: {} of {} kernels are not in the cache at {}: {}\n", missing,
+               specs.size() - static_cast<size_t>(failed.load()), kc.store().disk().dir(), why);
+  }
+  return failed || missing ? 1 : 0;
 }
 
 }  // namespace moejit::tools
