@@ -126,22 +126,25 @@ std::pair<std::string, std::string> split(const std::string& path) {
 bool add_to_stats_file(const fs::Dir& dir, const std::string& name, const CounterSnapshot& delta, std::string* error) {
   const std::string path = dir.path_of(name);
   // O_NOFOLLOW: a link planted as stats.json must not redirect the write;
-  // O_NONBLOCK: nor may a FIFO block it.
-  const int fd = ::openat(dir.fd(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (error) {
-      const auto st = fs::stat_in(dir, name);
-      *error = "cannot open " + path + ": " + (st ? "it is " + fs::kind_of(st->st_mode) : fs::error_text(errno));
+  // O_NONBLOCK: nor may a FIFO block it. Such a file was never written by
+  // moejit: it is unlinked (the link, not its target) and the open retried once.
+  int fd = -1;
+  for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
+    fd = ::openat(dir.fd(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) break;
+    const int err = fd >= 0 ? EINVAL : errno;
+    if (fd >= 0) ::close(fd), fd = -1;
+    const auto found = fs::stat_in(dir, name);
+    if (attempt == 0 && found && !S_ISREG(found->st_mode) && !S_ISDIR(found->st_mode)) {
+      ::unlinkat(dir.fd(), name.c_str(), 0);
+      continue;
     }
+    if (error)
+      *error = "cannot open " + path + ": " + (found ? "it is " + fs::kind_of(found->st_mode) : fs::error_text(err));
     return false;
   }
   bool ok = false;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    if (error) *error = "cannot update " + path + ": it is not a regular file";
-    ::close(fd);
-    return false;
-  }
   if (::flock(fd, LOCK_EX) == 0) {
     std::string text;
     char buf[4096];

@@ -48,8 +48,8 @@ inline constexpr std::uint64_t k_max_stats_bytes = 64 << 10;
 
 // Adds `delta` to the totals in `name` in `dir` (created if absent), under
 // flock on the file itself, so concurrent processes never lose each other's
-// counts. A link or anything but a regular file under that name is refused
-// (nothing is written through it).
+// counts. Nothing is written through a link: a link, FIFO or device under
+// that name is unlinked and a regular file made in its place.
 bool add_to_stats_file(const fs::Dir& dir, const std::string& name, const CounterSnapshot& delta, std::string* error);
 // The totals in `name`; zeros when it is absent, and zeros with *error when
 // it cannot be read as a regular file.

@@ -2,6 +2,8 @@
 // export, import).
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "cache/bundle.hpp"
@@ -18,8 +20,17 @@
 namespace moejit::tools {
 namespace {
 
+// The entries, or an error when the cache directory exists but cannot be
+// read (a regular file, a link, no permission): "0 entries" would be a lie.
+std::vector<cache::EntryInfo> entries_of(const cache::DiskStore& disk) {
+  std::string error;
+  std::vector<cache::EntryInfo> entries = disk.list(&error);
+  if (!error.empty()) throw std::runtime_error("cannot read the kernel cache: " + error);
+  return entries;
+}
+
 int cache_ls(cache::DiskStore& disk, const cache::Config& config) {
-  const auto entries = disk.list();
+  const auto entries = entries_of(disk);
   const std::int64_t now = cache::fs::now_seconds();
   std::uint64_t total = 0;
   if (!entries.empty()) fmt::print("{:<16}  {:>10}  {:<12}  {}\n", "KEY", "SIZE", "LAST USE", "KERNEL");
@@ -36,7 +47,7 @@ int cache_ls(cache::DiskStore& disk, const cache::Config& config) {
 
 int cache_verify(cache::DiskStore& disk, bool remove_bad) {
   int ok = 0, bad = 0, stale = 0;
-  for (const cache::EntryInfo& e : disk.list()) {
+  for (const cache::EntryInfo& e : entries_of(disk)) {
     const cache::Loaded l = disk.load(e.key);
     if (l.status == cache::LoadStatus::absent) continue;  // removed while we listed
     if (l.status == cache::LoadStatus::hit) {
@@ -46,8 +57,12 @@ int cache_verify(cache::DiskStore& disk, bool remove_bad) {
     // A stale entry is whole but never loaded by this moejit: news, not an error.
     const bool is_stale = l.status == cache::LoadStatus::stale;
     ++(is_stale ? stale : bad);
-    fmt::print("{}  {}  {}: {}{}\n", is_stale ? "STALE" : "BAD", e.key.substr(0, 16), e.summary, l.problem,
-               remove_bad && disk.remove(e.key) ? " (removed)" : "");
+    std::string removed;
+    if (remove_bad) {
+      std::string why;
+      removed = disk.remove(e.key, &why) ? " (removed)" : " (not removed: " + why + ")";
+    }
+    fmt::print("{}  {}  {}: {}{}\n", is_stale ? "STALE" : "BAD", e.key.substr(0, 16), e.summary, l.problem, removed);
   }
   const cache::SweepResult swept = disk.sweep_stale();
   if (swept.temp_folders || swept.trash_folders || swept.lock_files)
@@ -60,30 +75,44 @@ int cache_verify(cache::DiskStore& disk, bool remove_bad) {
 
 int cache_clear(cache::Cache& store) {
   cache::DiskStore& disk = store.disk();
-  const std::uint64_t bytes = disk.total_bytes();
-  const int n = disk.clear();
+  const auto entries = entries_of(disk);
+  std::uint64_t bytes = 0;
+  int removed = 0;
+  std::vector<std::string> failures;
+  for (const cache::EntryInfo& e : entries) {
+    std::string why;
+    if (disk.remove(e.key, &why))
+      ++removed, bytes += e.bytes;
+    else
+      failures.push_back(why);
+  }
   disk.sweep_stale();
-  std::remove(store.stats_path().c_str());
-  fmt::print("removed {} entries ({}) from {}\n", n, format_bytes(bytes), disk.dir());
+  if (const cache::fs::Dir dir = disk.open(false, nullptr)) ::unlinkat(dir.fd(), cache::k_stats_file.data(), 0);
+  fmt::print("removed {} entries ({}) from {}\n", removed, format_bytes(bytes), disk.dir());
+  if (!failures.empty())
+    throw std::runtime_error(fmt::format("could not remove {} of {} entries from {}: {}", failures.size(),
+                                         entries.size(), disk.dir(), failures.front()));
   return 0;
 }
 
 int cache_stats(cache::Cache& store, const cache::Config& config) {
   std::uint64_t bytes = 0;
-  const auto entries = store.disk().list();
+  const auto entries = entries_of(store.disk());
   for (const auto& e : entries) bytes += e.bytes;
   fmt::print("cache dir  {}\n", store.disk().dir());
   fmt::print("entries    {} ({} of a {} cap)\n", entries.size(), format_bytes(bytes),
              config.max_bytes ? format_bytes(config.max_bytes) : "unlimited");
-  fmt::print("totals over every process since the last clear:\n{}",
-             format_counters_table(cache::read_stats_file(store.stats_path())));
+  std::string error;
+  const cache::CounterSnapshot totals = cache::read_stats_file(store.stats_path(), &error);
+  if (!error.empty()) throw std::runtime_error("the totals cannot be read: " + error);
+  fmt::print("totals over every process since the last clear:\n{}", format_counters_table(totals));
   return 0;
 }
 
 int cache_export(cache::DiskStore& disk, const std::string& file) {
   std::vector<cache::BundleEntry> entries;
   std::uint64_t bytes = 0;
-  for (const cache::EntryInfo& e : disk.list()) {
+  for (const cache::EntryInfo& e : entries_of(disk)) {
     cache::Loaded l = disk.load(e.key);
     if (l.status != cache::LoadStatus::hit) {
       if (l.status != cache::LoadStatus::absent)

@@ -1,5 +1,6 @@
 // moejit doctor: what this machine offers moejit. Exits 0 without a GPU: a
-// machine that only precompiles is a supported machine.
+// machine that only precompiles is a supported machine. Exits 1 when the
+// kernel cache directory cannot be used: then nothing moejit compiles is kept.
 #include <fmt/format.h>
 
 #include "cache/cache_dir.hpp"
@@ -8,6 +9,7 @@
 #include "codegen/smoke_kernel.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel_builder.hpp"
+#include "tools/cache_config.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/commands.hpp"
 
@@ -41,14 +43,23 @@ int cmd_doctor(int argc, char** argv) {
   fmt::print("targets     {}\n", targets);
   std::string no_dir;
   const std::string cache_dir = cache::default_cache_dir(&no_dir);
-  fmt::print("cache dir   {}\n", cache_dir.empty() ? "none: " + no_dir + "; set MOEJIT_CACHE_DIR" : cache_dir);
+  bool cache_usable = false;
+  if (cache_dir.empty()) {
+    fmt::print("cache dir   none: {}; set MOEJIT_CACHE_DIR\n", no_dir);
+  } else {
+    const CacheDirCheck check = check_cache_dir(cache_dir);
+    cache_usable = check.usable;
+    fmt::print("cache dir   {} ({}{})\n", cache_dir, check.usable ? "" : "PROBLEM: ", check.status);
+    for (const std::string& w : check.warnings) fmt::print("            warning: {}\n", w);
+  }
+  const int status = cache_usable ? 0 : 1;
 
   std::string why;
   const runtime::DriverApi* api = runtime::try_driver(&why);
   if (!api) {
     fmt::print("driver      no CUDA driver found ({})\n", why);
     fmt::print("GPUs        none: moejit can plan, compile and precompile here; launches need a GPU\n");
-    return 0;
+    return status;
   }
   fmt::print("driver      CUDA {}.{}\n", api->driver_version / 1000, (api->driver_version % 1000) / 10);
   const int n = runtime::device_count();
@@ -62,7 +73,7 @@ int cmd_doctor(int argc, char** argv) {
         d.smem_per_sm / 1024, d.smem_per_block_optin / 1024, d.regs_per_sm, d.l2_bytes / (1024 * 1024),
         double(d.total_memory) / (1u << 30));
   }
-  return 0;
+  return status;
 }
 
 }  // namespace moejit::tools

@@ -2,6 +2,7 @@
 // Shared by the hostile-input tests: bounded-time runs (a hang must fail the
 // test, not stall CI), the CLI with a deadline, and planting files.
 
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -146,6 +147,48 @@ inline cache::Entry entry_in(const std::string& folder) {
   for (const std::string& name : names_in(folder))
     if (name != "meta.json") e.files.push_back({name, read_text(folder + "/" + name)});
   return e;
+}
+
+}  // namespace moejit::test
+
+namespace moejit::test {
+
+// A uid no passwd entry names (a container's arbitrary uid).
+inline unsigned uid_without_passwd_entry() {
+  unsigned uid = 54321;
+  while (::getpwuid(uid)) ++uid;
+  return uid;
+}
+
+// `argv` as `uid` (gid too; needs root) with HOME, XDG_CACHE_HOME and
+// MOEJIT_CACHE_DIR unset, then `env` set; stdout and stderr through a pipe
+// (the child cannot write our files).
+inline CliResult run_as(unsigned uid, const std::vector<std::string>& argv,
+                        const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  int out[2];
+  if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    ::close(out[0]);
+    for (const char* name : {"HOME", "XDG_CACHE_HOME", "MOEJIT_CACHE_DIR"}) ::unsetenv(name);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    if (::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(99);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(98);
+  }
+  ::close(out[1]);
+  CliResult r;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0) r.output.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  r.exit_code = wait_within(pid, 300);
+  return r;
 }
 
 }  // namespace moejit::test

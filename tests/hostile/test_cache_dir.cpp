@@ -4,7 +4,6 @@
 // no cache directory: the library keeps kernels in memory and says so once,
 // and the commands whose job is the disk cache exit 1 naming the cause.
 #include <doctest/doctest.h>
-#include <pwd.h>
 
 #include "cache/cache.hpp"
 #include "cache/cache_dir.hpp"
@@ -13,38 +12,6 @@
 
 using namespace moejit;
 using moejit::test::TempDir;
-
-namespace {
-// `argv` as `uid` (gid too) with HOME, XDG_CACHE_HOME and MOEJIT_CACHE_DIR
-// unset; stdout and stderr through a pipe (the child cannot write our files).
-test::CliResult run_as(unsigned uid, const std::vector<std::string>& argv) {
-  int out[2];
-  REQUIRE(::pipe(out) == 0);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::dup2(out[1], 2);
-    ::close(out[0]);
-    ::unsetenv("HOME");
-    ::unsetenv("XDG_CACHE_HOME");
-    ::unsetenv("MOEJIT_CACHE_DIR");
-    if (::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(99);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(98);
-  }
-  ::close(out[1]);
-  test::CliResult r;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(out[0], buf, sizeof buf)) > 0) r.output.append(buf, static_cast<size_t>(n));
-  ::close(out[0]);
-  r.exit_code = test::wait_within(pid, 300);
-  return r;
-}
-}  // namespace
 
 TEST_CASE("item 3: without HOME or a passwd entry there is no cache directory, never /tmp") {
   cache::CacheDirInputs in;
@@ -85,12 +52,11 @@ TEST_CASE("item 3: the CLI as a uid without a passwd entry and without HOME") {
     MESSAGE("not root: cannot run as another uid here; the choice itself is checked above");
     return;
   }
-  unsigned uid = 54321;
-  while (::getpwuid(uid)) ++uid;
+  const unsigned uid = test::uid_without_passwd_entry();
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{MOEJIT_BINARY, "cache", "ls"},
         std::vector<std::string>{MOEJIT_BINARY, "precompile", "--targets", "sm_90a", "--batches", "1"}}) {
-    const test::CliResult r = run_as(uid, args);
+    const test::CliResult r = test::run_as(uid, args);
     INFO(r.output);
     CHECK(r.exit_code == 1);
     CHECK(test::contains(r.output, "no kernel cache directory: HOME is unset and uid " + std::to_string(uid) +
