@@ -4,6 +4,8 @@
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
+
 namespace moejit::ptx {
 namespace {
 bool is_space(char c) {
@@ -136,10 +138,29 @@ std::string Module::location(llvm::SMLoc loc) const {
 }
 
 std::string Module::diagnostic(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind, const std::string& message) const {
+  const llvm::SMDiagnostic full = sources_->GetMessage(loc, kind, message);
+  // The source line is shown as at most a window around the column, with
+  // control bytes as '?': PTX from elsewhere may put a whole module on one
+  // line, and an error quotes an excerpt of its input, never all of it.
+  constexpr size_t k_half_window = 80;
+  const llvm::StringRef line = full.getLineContents();
+  const auto col = static_cast<size_t>(std::max(full.getColumnNo(), 0));
+  const size_t start = line.size() > 2 * k_half_window && col > k_half_window ? col - k_half_window : 0;
+  const size_t end = std::min(line.size(), start + 2 * k_half_window);
+  std::string shown = (start ? "..." : "") + line.slice(start, end).str() + (end < line.size() ? "..." : "");
+  for (char& c : shown)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) c = '?';
+  const int shown_col = static_cast<int>(col - start + (start ? 3 : 0));
+  const llvm::SMDiagnostic excerpt(*full.getSourceMgr(), full.getLoc(), full.getFilename(), full.getLineNo(), shown_col,
+                                   full.getKind(), full.getMessage(), shown, {}, {});
   std::string out;
   llvm::raw_string_ostream os(out);
-  sources_->PrintMessage(os, loc, kind, message, {}, {}, /*ShowColors=*/false);
+  excerpt.print(nullptr, os, /*ShowColors=*/false);
   os.flush();
+  // The caret points into the window; the location keeps the real column.
+  const std::string shown_at = fmt::format("{}:{}:{}:", full.getFilename().str(), full.getLineNo(), shown_col + 1);
+  if (start && out.rfind(shown_at, 0) == 0)
+    out.replace(0, shown_at.size(), fmt::format("{}:{}:{}:", full.getFilename().str(), full.getLineNo(), col + 1));
   return out;
 }
 

@@ -6,9 +6,12 @@
 // produce a KernelSpec and call inspect_spec().
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <cstring>
 
 #include "codegen/builtin_kernels.hpp"
 #include "runtime/kernel_builder.hpp"
@@ -55,12 +58,42 @@ void apply_version_options(const Args& args, ptx::PipelineOptions& options) {
   if (auto release = args.get("version-toolchain")) options.version.only_for_release = *release;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("--ptx: cannot read '{}'", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// nvJitLink's time grows faster than linearly with the length of one line
+// (CUDA 13.0 on the build machine: a 1 MiB line 0.2 s, 4 MiB 2.7 s; issue 15
+// saw 20 MB run over 300 s), inside the library, where it cannot be
+// interrupted. NVRTC's PTX stays far below (its longest lines are
+// initializers), so a line over the bound is refused before nvJitLink sees it.
+constexpr size_t k_max_ptx_line = 1 << 20;
+constexpr size_t k_max_ptx_bytes = size_t(64) << 20;
+
+std::string read_ptx_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UsageError(fmt::format("--ptx: cannot read '{}': {}", path, std::strerror(errno)));
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > k_max_ptx_bytes) {
+      ::close(fd);
+      throw std::runtime_error(fmt::format("--ptx {}: larger than {} MiB; a PTX module that large is not inspected",
+                                           path, k_max_ptx_bytes >> 20));
+    }
+  }
+  ::close(fd);
+  size_t line = 1;
+  for (size_t start = 0; start < text.size(); ++line) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    if (end - start > k_max_ptx_line)
+      throw std::runtime_error(fmt::format(
+          "--ptx {}: line {} is {} bytes, over the limit of {} (nvJitLink's time grows faster than linearly with the "
+          "length of a line); break it into shorter lines",
+          path, line, end - start, k_max_ptx_line));
+    start = end + 1;
+  }
+  return text;
 }
 
 // Pass options for a PTX file: only what the command line asks for, plus a
@@ -172,7 +205,7 @@ int cmd_inspect(int argc, char** argv) {
   const ptx::PipelineOptions options = file_options(args, target);
   runtime::BuildArtifacts built;
   built.spec.target = target;
-  built.ptx = read_file(path);
+  built.ptx = read_ptx_file(path);
   const InspectView view{fmt::format("{} @ {}", path, target.name()), std::filesystem::path(path).filename().string(),
                          "ptx.input.ptx"};
   return passes_and_show(std::move(built), view, options, args);
