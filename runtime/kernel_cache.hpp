@@ -66,10 +66,13 @@ BuildArtifacts build_for_cache(const codegen::KernelSpec& spec, std::string_view
 // - the spec keys to the entry's name with this moejit and toolkit, else the
 //   entry is stale when meta.json records other key inputs (another toolkit,
 //   templates, pass pipeline), or corrupt when it records these;
-// - source.cu is what this moejit emits for the spec, ptx.final.ptx declares
-//   the key and kernel.cubin carries it (and no other key).
+// - source.cu is what this moejit emits for the spec, ptx.final.ptx is what
+//   the PTX passes make of ptx.nvrtc.ptx followed by the key, and
+//   kernel.cubin carries the key (and no other).
 // Checksums stop damage; this stops a file or meta.json moved between keys.
 // Neither stops someone who can write the cache (README.md, "Trust model").
+// Not re-checked, as that would take a compile: that ptx.nvrtc.ptx is
+// NVRTC's output for source.cu, and kernel.cubin nvJitLink's for the PTX.
 cache::EntryVerdict check_kernel_entry(std::string_view key, const cache::Entry& entry);
 
 struct KernelSpecHash {

@@ -9,6 +9,7 @@
 #include "cache/printable.hpp"
 #include "cache/sha256.hpp"
 #include "codegen/compiler_identity.hpp"
+#include "ptx_passes/pipeline.hpp"
 #include "ptx_passes/pipeline_version.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "templates/registry.hpp"
@@ -42,7 +43,7 @@ std::string non_integer_number(const nlohmann::json& value, const std::string& w
     if (v->is_number_float() && !is_timing)
       return "meta.json: " + path + " is " + cache::json_excerpt(*v) + "; it must be an integer";
     if (v->is_object())
-      for (const auto& [k, child] : v->items()) todo.emplace_back(&child, path + "." + k);
+      for (const auto& [k, child] : v->items()) todo.emplace_back(&child, path + "." + cache::printable(k, 32));
     else if (v->is_array())
       for (size_t i = 0; i < v->size(); ++i) todo.emplace_back(&(*v)[i], path + "[" + std::to_string(i) + "]");
   }
@@ -177,7 +178,8 @@ BuildArtifacts build_for_cache(const codegen::KernelSpec& spec, std::string_view
   return a;
 }
 
-cache::EntryVerdict check_kernel_entry(std::string_view key, const cache::Entry& entry) {
+namespace {
+cache::EntryVerdict check_kernel_entry_or_throw(std::string_view key, const cache::Entry& entry) {
   auto bad = [](std::string why) { return cache::EntryVerdict{std::move(why), false}; };
   std::string names;
   bool four = entry.files.size() == std::size(k_kernel_files);
@@ -206,8 +208,13 @@ cache::EntryVerdict check_kernel_entry(std::string_view key, const cache::Entry&
     return bad("meta.json records key inputs (identity, templates, passes) that do not match its key");
   if (entry.file(k_file_source)->bytes != codegen::emit_source(k.spec).text)
     return bad("source.cu is not the source this moejit emits for the spec");
-  if (entry.file(k_file_final_ptx)->bytes.find(key_marker_ptx(key)) == std::string::npos)
-    return bad("ptx.final.ptx does not declare the key it was built for");
+  // The passes are this moejit's own and take milliseconds: re-running them
+  // binds ptx.nvrtc.ptx to ptx.final.ptx, which must end with the key.
+  std::vector<ptx::PassStage> stages;
+  const std::string& nvrtc_ptx = entry.file(k_file_ptx)->bytes;
+  ptx::run_pipeline(nvrtc_ptx, ptx_buffer_name(k.spec), pass_options(k.spec), stages);
+  if (entry.file(k_file_final_ptx)->bytes != (stages.empty() ? nvrtc_ptx : stages.back().ptx) + key_marker_ptx(key))
+    return bad("ptx.final.ptx is not what the PTX passes make of ptx.nvrtc.ptx, followed by the key");
   const std::string& cubin = entry.file(k_file_cubin)->bytes;
   if (cubin.compare(0, 4,
                     "\x7f"
@@ -224,6 +231,16 @@ cache::EntryVerdict check_kernel_entry(std::string_view key, const cache::Entry&
   }
   if (!carries_own) return bad("kernel.cubin carries no key (it was not built for this entry)");
   return {};
+}
+}  // namespace
+
+cache::EntryVerdict check_kernel_entry(std::string_view key, const cache::Entry& entry) {
+  try {
+    return check_kernel_entry_or_throw(key, entry);
+  } catch (const std::exception& e) {
+    // A spec naming an unknown template, say: whatever it is, the entry is unusable.
+    return {cache::printable(e.what(), 300), false};
+  }
 }
 
 size_t KernelSpecHash::operator()(const codegen::KernelSpec& s) const noexcept {

@@ -108,6 +108,11 @@ TEST_CASE("item 12: the key binds the contents: a swapped cubin, an edited spec 
     test::reseal(b.folder(key1), [](nlohmann::json&) {});
     expected = "source.cu is not the source this moejit emits for the spec";
   }
+  SUBCASE("ptx.nvrtc.ptx swapped, resealed") {
+    test::write_text(b.folder(key1) + "/ptx.nvrtc.ptx", test::read_text(b.folder(key2) + "/ptx.nvrtc.ptx"));
+    test::reseal(b.folder(key1), [](nlohmann::json&) {});
+    expected = "ptx.final.ptx is not what the PTX passes make of ptx.nvrtc.ptx, followed by the key";
+  }
   SUBCASE("a field outside \"files\" changed without resealing") {
     nlohmann::json meta = nlohmann::json::parse(test::read_text(b.folder(key1) + "/meta.json"));
     meta["resources"]["kernels"][0]["registers"] = 1;
