@@ -225,11 +225,14 @@ int cmd_cache(int argc, char** argv) {
     fmt::print(
         "usage: moejit cache <ls | verify [--remove] | clear | stats | export FILE | import FILE>\n\n"
         "  ls           entries: key, size, last use, kernel\n"
-        "  verify       rehash every file against its meta.json; exit 1 if any entry is bad\n"
-        "  clear        delete every entry\n"
+        "  verify       check every entry as a load does (checksums, loadable, bound to its key);\n"
+        "               exit 1 if any is bad; stale ones (another moejit or toolkit) are only listed\n"
+        "  clear        delete every entry; exit 1 if one could not be deleted\n"
         "  stats        entries, size, and the counters summed over every process\n"
         "  export FILE  write every entry into one relocatable bundle with checksums\n"
-        "  import FILE  verify a bundle and add its entries; refused if it was built by another toolkit\n\n"
+        "  import FILE  verify a bundle and add all of its entries or none; refused if it was built by\n"
+        "               another toolkit or does not fit MOEJIT_CACHE_MAX_BYTES (bundles are unsigned:\n"
+        "               import only from whom you would let write your cache; README: Trust model)\n\n"
         "The cache lives in $MOEJIT_CACHE_DIR, else $XDG_CACHE_HOME/moejit, else ~/.cache/moejit;\n"
         "MOEJIT_CACHE_MAX_BYTES caps its size (default 1G, LRU eviction).\n\noptions:\n{}",
         format_options(options));
