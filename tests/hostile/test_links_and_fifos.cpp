@@ -144,4 +144,15 @@ TEST_CASE("item 7: a FIFO in the cache never hangs the CLI") {
   const test::CliResult verify = test::moejit(s.scratch, s.root, {"cache", "verify"});
   CHECK(verify.exit_code == 1);
   CHECK(test::contains(verify.output, "kernel.cubin is a FIFO, not a regular file"));
+
+  // precompile meets a FIFO in the entry of a kernel it needs: reported, rebuilt, exit 0.
+  const std::vector<std::string> precompile = {"precompile", "--targets", "sm_90a"};
+  REQUIRE(test::moejit(s.scratch, s.root, precompile).exit_code == 0);
+  for (const std::string& name : test::names_in(s.store))
+    if (name.size() == 64 && name != k_key) test::make_fifo(s.store + "/" + name + "/kernel.cubin");
+  const test::CliResult again = test::moejit(s.scratch, s.root, precompile);
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK(test::contains(again.output, "kernel.cubin is a FIFO, not a regular file; removed and rebuilding it"));
+  CHECK(test::contains(again.output, "compiled          1\n"));
 }
