@@ -31,6 +31,18 @@ struct Built {
     return cache::DiskStore(root, runtime::check_kernel_entry).load(key);
   }
 };
+
+// The entry under `key` is corrupt for `expected`, and `cache verify` says so (exit 1, the BAD line).
+void expect_refused(const Built& b, const std::string& key, const codegen::KernelSpec& spec,
+                    const std::string& expected) {
+  const cache::Loaded l = b.load(key);
+  CHECK(l.status == cache::LoadStatus::corrupt);
+  CHECK(l.problem == expected);
+  const test::CliResult verify = test::moejit(b.scratch, b.root, {"cache", "verify"});
+  INFO(verify.output);
+  CHECK(verify.exit_code == 1);
+  CHECK(test::contains(verify.output, "BAD  " + key.substr(0, 16) + "  " + spec.summary() + ": " + expected));
+}
 }  // namespace
 
 TEST_CASE(
@@ -52,14 +64,7 @@ TEST_CASE(
     expected = "meta.json has no resources";
   }
   REQUIRE(cache::DiskStore(b.root).load(key).status == cache::LoadStatus::hit);  // its checksums pass
-  const cache::Loaded l = b.load(key);
-  CHECK(l.status == cache::LoadStatus::corrupt);
-  CHECK(l.problem == expected);
-
-  const test::CliResult verify = test::moejit(b.scratch, b.root, {"cache", "verify"});
-  INFO(verify.output);
-  CHECK(verify.exit_code == 1);
-  CHECK(test::contains(verify.output, "BAD  " + key.substr(0, 16) + "  " + spec.summary() + ": " + expected));
+  expect_refused(b, key, spec, expected);
 
   const std::string bundle = b.scratch / "bad.moejit";
   cache::write_bundle(bundle, {{key, test::entry_in(b.folder(key))}});
@@ -119,13 +124,7 @@ TEST_CASE("item 12: the key binds the contents: a swapped cubin, an edited spec 
     test::write_text(b.folder(key1) + "/meta.json", meta.dump(2));
     expected = "meta.json: meta_sha256 differs from the SHA-256 of the other fields (a field was changed)";
   }
-  const cache::Loaded l = b.load(key1);
-  CHECK(l.status == cache::LoadStatus::corrupt);
-  CHECK(l.problem == expected);
-  const test::CliResult verify = test::moejit(b.scratch, b.root, {"cache", "verify"});
-  INFO(verify.output);
-  CHECK(verify.exit_code == 1);
-  CHECK(test::contains(verify.output, "BAD  " + key1.substr(0, 16) + "  " + one.summary() + ": " + expected));
+  expect_refused(b, key1, one, expected);
   // The runtime rebuilds it instead of loading another kernel's code.
   cache::Source source;
   b.cache().get_or_build(one, &source);
