@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "runtime/moe_check.hpp"
+#include "oracle/moe_check.hpp"
 
 namespace moejit::bench {
 
@@ -52,7 +52,7 @@ std::vector<int> parse_int_list(const std::string& text) {
 std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens, int count, std::mt19937_64& rng) {
   std::vector<InputSet> sets(count);
   for (InputSet& s : sets) {
-    const runtime::RandomInputs in = runtime::random_inputs(p, tokens, runtime::RoutingKind::uniform, rng());
+    const oracle::RandomInputs in = oracle::random_inputs(p, tokens, oracle::RoutingKind::uniform, rng());
     s.xq = runtime::DeviceBuffer(in.xq.elements.size());
     s.xq.upload(in.xq.elements);
     s.xs = runtime::DeviceBuffer(in.xs_words.size() * 4);

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "oracle/moe_reference.hpp"
 #include "runtime/device.hpp"
-#include "runtime/moe_reference.hpp"
 
 namespace moejit::bench {
 

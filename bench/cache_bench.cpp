@@ -20,8 +20,9 @@
 
 #include "codegen/device_profile.hpp"
 #include "codegen/moe_config.hpp"
+#include "codegen/moe_kernels.hpp"
 #include "codegen/smoke_kernel.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 #include "runtime/moe_layer.hpp"
 
 using namespace moejit;
@@ -83,7 +84,7 @@ Cold cold_compile(const codegen::KernelSpec& spec, int runs) {
   std::vector<double> total, build;
   for (int i = 0; i < runs; ++i) {
     ScratchDir dir;
-    runtime::KernelCache kc(config_for(dir.path()));
+    jit::KernelCache kc(config_for(dir.path()));
     const auto t0 = Clock::now();
     const auto k = kc.get_or_build(spec);
     total.push_back(ms_since(t0));
@@ -116,7 +117,7 @@ int main(int argc, char** argv) {
   // Warm-up: the NVRTC/nvJitLink libraries and the toolchain probe load once per process.
   {
     ScratchDir dir;
-    runtime::KernelCache(config_for(dir.path())).get_or_build(codegen::smoke_kernel_spec(codegen::Target{}));
+    jit::KernelCache(config_for(dir.path())).get_or_build(codegen::smoke_kernel_spec(codegen::Target{}));
   }
 
   // Every kernel codegen emits for the reference models over B = 1..256 (as
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
     for (const std::string& model : codegen::builtin_model_names())
       for (int b = 1; b <= 256; ++b)
         for (codegen::KernelSpec& s :
-             runtime::moe_kernel_specs(codegen::builtin_model(model), runtime::MoeLayerOptions{}, b, profile))
+             codegen::moe_kernel_specs(codegen::builtin_model(model), b, profile, codegen::MoeCodegenOptions{}))
           if (std::find(all.begin(), all.end(), s) == all.end()) all.push_back(std::move(s));
   }
   std::vector<Cold> once;
@@ -141,20 +142,20 @@ int main(int argc, char** argv) {
 
   // Disk hit and memory hit on the largest kernel.
   ScratchDir populated;
-  runtime::KernelCache(config_for(populated.path())).get_or_build(largest.spec);
+  jit::KernelCache(config_for(populated.path())).get_or_build(largest.spec);
   std::vector<double> disk, key;
   for (int i = 0; i < disk_runs; ++i) {
-    runtime::KernelCache kc(config_for(populated.path()));
+    jit::KernelCache kc(config_for(populated.path()));
     cache::Source source;
     const auto t0 = Clock::now();
     kc.get_or_build(largest.spec, &source);
     disk.push_back(ms_since(t0));
     if (source != cache::Source::disk) throw std::runtime_error("expected a disk hit");
     const auto t1 = Clock::now();
-    const std::string k = runtime::cache_key(largest.spec);
+    const std::string k = jit::cache_key(largest.spec);
     key.push_back(ms_since(t1));
   }
-  runtime::KernelCache warm(config_for(populated.path()));
+  jit::KernelCache warm(config_for(populated.path()));
   warm.get_or_build(largest.spec);
   std::vector<double> memory_ns;
   for (int round = 0; round < 5; ++round) {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "runtime/moe_check.hpp"
+#include "oracle/moe_check.hpp"
 #include "runtime/moe_layer.hpp"
 
 using namespace moejit;
@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   // Tuning sweeps: --ctas-per-sm 2,3,4 (each value a layer; 0 = as planned), --models glm5.2
   std::vector<int> ctas_list = {0};
   std::string only_model;
+  codegen::MoeCodegenOptions codegen_options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick")
@@ -54,10 +55,16 @@ int main(int argc, char** argv) {
       ctas_list = bench::parse_int_list(argv[++i]);
     else if (a == "--model" && i + 1 < argc)
       only_model = argv[++i];
+    else if (a == "--path" && i + 1 < argc && codegen::parse_path(argv[i + 1]))
+      codegen_options.path = *codegen::parse_path(argv[++i]);
+    else if (a == "--tile-n" && i + 1 < argc)
+      codegen_options.tile_n = std::stoi(argv[++i]);
+    else if (a == "--stages" && i + 1 < argc)
+      codegen_options.stages = std::stoi(argv[++i]);
     else {
       fmt::print(stderr,
                  "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model glm5.2|dsv4.1-flash] "
-                 "[--ctas-per-sm 2,3,4]\n");
+                 "[--path fast|exact] [--ctas-per-sm 1,2,3] [--tile-n N] [--stages S]\n");
       return 2;
     }
   }
@@ -67,19 +74,21 @@ int main(int argc, char** argv) {
   CUstream stream;
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);
-  fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write)\n", dev.name, dev.sm_count, bw);
+  fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), path {}\n", dev.name, dev.sm_count, bw,
+             codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a)));
   fmt::print("{:<13} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
              "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs");
 
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
     if (!only_model.empty() && only_model != m.name) continue;
-    const reference::MoeProblem p = runtime::problem_of(m.config);
-    const runtime::RandomWeights weights = runtime::random_weights(p, rng());
+    const reference::MoeProblem p = oracle::problem_of(m.config);
+    const oracle::RandomWeights weights = oracle::random_weights(p, rng());
     for (int ctas : ctas_list) {
       runtime::MoeLayerOptions options;
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
-      options.ctas_per_sm = ctas;
+      options.codegen = codegen_options;
+      options.codegen.ctas_per_sm = ctas;
       runtime::MoeLayer layer(m.config, weights.device(), options);
       const double expert_bytes = bench::expert_bytes(p);
       runtime::DeviceBuffer y(std::size_t(256) * p.hidden * 2);
@@ -127,10 +136,10 @@ int main(int argc, char** argv) {
           }
         const double floor_us = touched * expert_bytes / (bw * 1e9) * 1e6;
         const double med = median(us);
-        const codegen::MoeKernelShape shape = layer.kernel_shape(b);
+        const codegen::MoeLaunchPlan plan = layer.plan(b);
         fmt::print("{:<13} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{}\n",
                    m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f),
-                   shape.tile_n, shape.stages, shape.min_blocks_per_sm);
+                   plan.tile_n, plan.stages, plan.compute.blocks_per_sm);
         std::fflush(stdout);
         MOEJIT_CU(cuGraphExecDestroy, exec);
         MOEJIT_CU(cuGraphDestroy, graph);

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "runtime/moe_check.hpp"
+#include "oracle/moe_check.hpp"
 #include "runtime/moe_layer.hpp"
 
 using namespace moejit;
@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
   runtime::ScopedContext ctx(0);
   const runtime::DeviceInfo dev = runtime::query_device(0);
   const codegen::MoeConfig config = codegen::builtin_model(model);
-  const reference::MoeProblem p = runtime::problem_of(config);
+  const reference::MoeProblem p = oracle::problem_of(config);
   std::mt19937_64 rng(std::random_device{}());
-  const runtime::RandomWeights weights = runtime::random_weights(p, rng());
+  const oracle::RandomWeights weights = oracle::random_weights(p, rng());
   CUstream stream;
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);

@@ -44,7 +44,10 @@ std::string KernelSpec::ptx_formal_name(size_t index) const {
 std::string KernelSpec::summary() const {
   std::string args;
   for (const auto& [n, v] : constants) args += fmt::format("{}{}={}", args.empty() ? "" : ",", n, v);
-  return fmt::format("{}<{}> @ {}", kernel, args, target.name());
+  std::string extra = fmt::format(" threads={} min_blocks={}", threads, min_blocks_per_sm);
+  if (target_blocks_per_sm) extra += fmt::format(" target_blocks={}", target_blocks_per_sm);
+  if (max_registers) extra += fmt::format(" maxnreg={}", max_registers);
+  return fmt::format("{}<{}>{} @ {}", kernel, args, extra, target.name());
 }
 
 void to_json(nlohmann::json& j, const KernelSpec& s) {
@@ -56,6 +59,8 @@ void to_json(nlohmann::json& j, const KernelSpec& s) {
                       {"tensormap_uses", p.tensormap_uses}});
   nlohmann::json constants = nlohmann::json::array();
   for (const auto& [n, v] : s.constants) constants.push_back({n, v});
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& [e, v] : s.static_checks) checks.push_back({e, v});
   j = {{"kernel", s.kernel},
        {"template", s.template_file},
        {"device_function", s.device_function},
@@ -66,6 +71,8 @@ void to_json(nlohmann::json& j, const KernelSpec& s) {
        {"target_blocks_per_sm", s.target_blocks_per_sm},
        {"max_registers", s.max_registers},
        {"params", params},
+       {"params_struct", s.params_struct},
+       {"static_checks", checks},
        {"required_instructions", s.required_instructions}};
 }
 
@@ -94,6 +101,11 @@ void from_json(const nlohmann::json& j, KernelSpec& s) {
     if (!known) throw std::invalid_argument("kernel spec: unknown param type '" + type + "'");
     s.params.push_back(std::move(param));
   }
+  s.params_struct = j.value("params_struct", std::string());
+  s.static_checks.clear();
+  if (j.contains("static_checks"))
+    for (const auto& c : j.at("static_checks"))
+      s.static_checks.emplace_back(c.at(0).get<std::string>(), c.at(1).get<std::int64_t>());
   s.required_instructions = j.at("required_instructions").get<std::vector<std::string>>();
 }
 

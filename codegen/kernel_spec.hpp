@@ -62,6 +62,16 @@ struct KernelSpec {
   // The register cap the occupancy pass pins with `.maxnreg` (0: no cap).
   int max_registers = 0;
   std::vector<KernelParam> params;
+  // When set, the device function takes one struct of this type and the entry
+  // builds it from its formals with designated initializers (`{.name = name}`),
+  // so a formal the struct lacks, renamed or in another order fails to compile.
+  std::string params_struct;
+  // Contract checks: each (expression, value) becomes
+  // `static_assert((expression) == value)` in the emitted entry. The host
+  // computes the values (SMEM bytes, threads, workspace layout) from the same
+  // templates/moe_contract.cuh the device compiles, so a template edited
+  // without the host, or a host planning with other numbers, fails the build.
+  std::vector<std::pair<std::string, std::int64_t>> static_checks;
   // PTX instructions the target's kernel must still contain after the passes
   // (e.g. the block-scaled MMA); the validate pass checks them, and adds
   // `cp.async.bulk.tensor` for a kernel with tensormap formals.
@@ -71,7 +81,9 @@ struct KernelSpec {
   // The PTX name NVRTC gives formal `index`: "<entry>_param_<index>".
   std::string ptx_formal_name(size_t index) const;
   std::int64_t constant(std::string_view name) const;  // throws if absent
-  std::string summary() const;                         // "smoke_mxfp4_dequant<kThreads=256> @ sm_90a"
+  // Every field that decides the bytes, in one line:
+  // "moe_compute<kExperts=256,...> threads=192 min_blocks=2 maxnreg=168 @ sm_90a".
+  std::string summary() const;
 
   friend bool operator==(const KernelSpec&, const KernelSpec&) = default;
 };

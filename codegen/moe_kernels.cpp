@@ -1,131 +1,153 @@
 #include "codegen/moe_kernels.hpp"
 
+#include <fmt/format.h>
+
+#include "templates/moe_contract.cuh"
+#include "templates/moe_weight_layouts.cuh"
+
 namespace moejit::codegen {
 namespace {
-// The workspace formals, in the order of MOEJIT_WORKSPACE_FORMALS (templates/moe_workspace.cuh).
-std::vector<KernelParam> workspace_params() {
-  return {
-      {"ws_header", ParamType::ptr, "moejit::MoeHeader*"},
-      {"ws_token_poison", ParamType::ptr, "int*"},
-      {"ws_route_slot", ParamType::ptr, "int*"},
-      {"ws_active_expert", ParamType::ptr, "int*"},
-      {"ws_active_rows", ParamType::ptr, "int*"},
-      {"ws_active_base", ParamType::ptr, "int*"},
-      {"ws_item_begin1", ParamType::ptr, "int*"},
-      {"ws_item_begin2", ParamType::ptr, "int*"},
-      {"ws_l1_done", ParamType::ptr, "int*"},
-      {"ws_l1_target", ParamType::ptr, "int*"},
-      {"ws_x_q", ParamType::ptr, "moejit::u8*"},
-      {"ws_x_scales", ParamType::ptr, "moejit::u32*"},
-      {"ws_x_bf16", ParamType::ptr, "moejit::u16*"},
-      {"ws_handoff", ParamType::ptr, "moejit::u16*"},
-      {"ws_arena", ParamType::ptr, "moejit::u16*"},
-  };
-}
-
-std::vector<KernelParam> with_workspace(std::vector<KernelParam> params) {
-  for (KernelParam& p : workspace_params()) params.push_back(std::move(p));
-  return params;
-}
-
-KernelSpec base_spec(const char* kernel, const char* tmpl, const char* fn, Target target, int threads) {
+KernelSpec base_spec(const char* kernel, const char* tmpl, const char* fn, const std::string& target, int threads) {
   KernelSpec s;
   s.kernel = kernel;
   s.template_file = tmpl;
   s.device_function = fn;
-  s.target = target;
+  s.target = parse_target(target).value();
   s.threads = threads;
   return s;
 }
-}  // namespace
 
-int compute_smem_bytes(const MoeKernelShape& shape, Target target) {
-  const int x_row_bytes = target.arch == Arch::sm_120a ? 128 + 16 : k_x_row_bytes;
-  const int stage = k_weight_stage_bytes + shape.tile_n * x_row_bytes;
-  return shape.stages * stage + 2 * 8 * shape.stages + 4 * 4 * shape.tile_n;
+contract::MoeDims dims_of(const MoeConfig& c, int contract_path) {
+  return {c.local_experts(), c.top_k, c.hidden, c.intermediate, c.token_capacity, contract_path};
 }
 
-KernelSpec moe_dispatch_spec(const MoeKernelShape& shape, Target target) {
+// The workspace dimensions as template constants, in the order the role templates take them.
+std::vector<std::pair<std::string, std::int64_t>> dims_constants(const contract::MoeDims& d) {
+  return {{"kExperts", d.experts}, {"kTopK", d.top_k},        {"kHidden", d.hidden},
+          {"kInter", d.inter},     {"kCapacity", d.capacity}, {"kPath", d.path}};
+}
+
+// The entry asserts the workspace layout the host carves.
+std::pair<std::string, std::int64_t> workspace_check(const contract::MoeDims& d) {
+  return {fmt::format("moejit::contract::workspace_layout({{{}, {}, {}, {}, {}, {}}}).fixed_bytes", d.experts, d.top_k,
+                      d.hidden, d.inter, d.capacity, d.path),
+          contract::workspace_layout(d).fixed_bytes};
+}
+}  // namespace
+
+std::optional<KernelSpec> moe_dispatch_spec(const MoeConfig& config, const MoeLaunchPlan& plan) {
+  if (!plan.dispatch.launched) return std::nullopt;
+  const contract::MoeDims d = dims_of(config, plan.contract_path);
   KernelSpec s =
-      base_spec("moe_dispatch", "moe_dispatch.cuh", "moejit::moe_dispatch_entry", target, k_dispatch_threads);
-  s.constants = {{"kExperts", shape.experts},
-                 {"kTopK", shape.top_k},
-                 {"kHidden", shape.hidden},
-                 {"kTileN", shape.tile_n},
-                 {"kTiles1", 2 * shape.intermediate / 64},
-                 {"kTiles2", shape.hidden / 64},
-                 {"kThreads", k_dispatch_threads},
-                 {"kInputBf16", shape.input_bf16 ? 1 : 0},
-                 {"kFp8Rows", target.arch == Arch::sm_120a ? 1 : 0}};
-  s.params = with_workspace({
-      {"topk_ids", ParamType::ptr, "const int*"},
+      base_spec("moe_dispatch", "moe_dispatch.cuh", "moejit::moe_dispatch", plan.target, plan.dispatch.threads);
+  s.constants = dims_constants(d);
+  s.constants.emplace_back("kInputBf16", plan.options.input_bf16 ? 1 : 0);
+  s.constants.emplace_back("kImage", contract::path_fp8_rows(plan.contract_path) ? 0 : 1);
+  s.params = {
       {"x_q", ParamType::ptr, "const moejit::u8*"},
       {"x_scales", ParamType::ptr, "const moejit::u32*"},
       {"x_bf16", ParamType::ptr, "const moejit::u16*"},
       {"tokens", ParamType::u32, "moejit::u32"},
-  });
+      {"ws", ParamType::ptr, "moejit::u8*"},
+  };
+  s.static_checks = {workspace_check(d)};
   // Programmatic dependent launch: the compute role's launch is released here.
   s.required_instructions = {"griddepcontrol.launch_dependents"};
   return s;
 }
 
-KernelSpec moe_compute_spec(const MoeKernelShape& shape, Target target) {
-  // The MMA atom is the point of variation between targets.
-  const bool native_block_scaled = target.arch == Arch::sm_120a;
-  KernelSpec s = base_spec("moe_compute", "moe_compute.cuh",
-                           native_block_scaled ? "moejit::moe_compute_sm120_entry" : "moejit::moe_compute_sm90_entry",
-                           target, k_compute_threads);
-  s.constants = {{"kHidden", shape.hidden},
-                 {"kInter", shape.intermediate},
-                 {"kTopK", shape.top_k},
-                 {"kTileN", shape.tile_n},
-                 {"kStages", shape.stages}};
-  s.min_blocks_per_sm = shape.min_blocks_per_sm;
-  s.max_registers = shape.max_registers;  // the occupancy pass pins it as .maxnreg
-  s.params = with_workspace({
-      // Each map is read twice: its prefetch, and the select of the map for a work item (gemm1 or gemm2).
+KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) {
+  const AtomTraits* atom = nullptr;
+  for (const AtomTraits& a : all_atoms())
+    if (a.name == plan.atom) atom = &a;
+  if (!atom) throw std::invalid_argument("moe_compute_spec: unknown atom '" + plan.atom + "'");
+  const contract::MoeDims d = dims_of(config, plan.contract_path);
+  KernelSpec s = base_spec("moe_compute", "moe_compute.cuh", atom->compute_function, plan.target, plan.compute.threads);
+  s.constants = {{"kExperts", d.experts},     {"kTopK", d.top_k},        {"kHidden", d.hidden},
+                 {"kInter", d.inter},         {"kCapacity", d.capacity}, {"kGroups", plan.groups},
+                 {"kTiles", plan.tiles},      {"kTileN", plan.tile_n},   {"kStages", plan.stages},
+                 {"kGrid", plan.compute.grid}};
+  s.min_blocks_per_sm = plan.compute.blocks_per_sm;
+  s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
+  s.params_struct = "moejit::ComputeParams";
+  s.params = {
+      {"topk_ids", ParamType::ptr, "const moejit::i32*"},
+      {"topk_weights", ParamType::ptr, "const float*"},
+      {"x_rows", ParamType::ptr, "const moejit::u8*"},
+      {"x_scales", ParamType::ptr, "const moejit::u32*"},
+      // Each map is read twice: its prefetch, and the select of the phase's map (GEMM1 or GEMM2).
       {"w1_map", ParamType::tensormap, "const void*", 2},
       {"w2_map", ParamType::tensormap, "const void*", 2},
-      {"w1_scales", ParamType::ptr, "const moejit::u32*"},
-      {"w2_scales", ParamType::ptr, "const moejit::u32*"},
-      {"topk_weights", ParamType::ptr, "const float*"},
+      {"ws", ParamType::ptr, "moejit::u8*"},
+      {"tokens", ParamType::u32, "moejit::u32"},
       {"clamp", ParamType::f32, "float"},
-  });
-  s.required_instructions = {"cp.async.bulk.tensor",
-                             native_block_scaled ? "mma.sync.aligned.kind::mxf8f6f4.block_scale"
-                                                 : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-                             "griddepcontrol.wait", "griddepcontrol.launch_dependents"};
+  };
+  s.static_checks = {
+      {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}).total", plan.contract_path, plan.tiles,
+                   plan.tile_n, plan.stages, d.experts),
+       plan.compute.smem_bytes},
+      {fmt::format("moejit::contract::compute_threads({})", plan.groups), plan.compute.threads},
+      {"sizeof(moejit::ComputeParams)", 7 * 8 + 4 + 4},
+      {fmt::format("moejit::contract::weight_box_rows({})", plan.tiles), contract::weight_box_rows(plan.tiles)},
+      workspace_check(d),
+  };
+  s.required_instructions = atom->required_instructions;
+  s.required_instructions.push_back("griddepcontrol.wait");
+  s.required_instructions.push_back("griddepcontrol.launch_dependents");
   return s;
 }
 
-KernelSpec moe_finalize_spec(const MoeKernelShape& shape, Target target) {
+KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan) {
+  const contract::MoeDims d = dims_of(config, plan.contract_path);
   KernelSpec s =
-      base_spec("moe_finalize", "moe_finalize.cuh", "moejit::moe_finalize_entry", target, k_finalize_threads);
-  s.constants = {{"kHidden", shape.hidden}, {"kTopK", shape.top_k}};
-  s.params = with_workspace({
+      base_spec("moe_finalize", "moe_finalize.cuh", "moejit::moe_finalize", plan.target, plan.finalize.threads);
+  s.constants = dims_constants(d);
+  s.params = {
+      {"topk_ids", ParamType::ptr, "const moejit::i32*"},
       {"y", ParamType::ptr, "moejit::u16*"},
       {"tokens", ParamType::u32, "moejit::u32"},
-  });
+      {"ws", ParamType::ptr, "const moejit::u8*"},
+  };
+  s.static_checks = {workspace_check(d)};
   s.required_instructions = {"griddepcontrol.wait"};
   return s;
 }
 
-KernelSpec moe_weight_transform_spec(int experts, int rows, int k, bool interleave, Target target) {
-  KernelSpec s = base_spec("moe_weight_transform", "moe_weight_transform.cuh", "moejit::moe_weight_transform", target,
-                           k_transform_threads);
-  s.constants = {{"kExperts", experts},
-                 {"kRows", rows},
-                 {"kK", k},
-                 {"kInterleave", interleave ? 1 : 0},
-                 {"kNibbleOrder", target.arch == Arch::sm_120a ? 1 : 0}};
+std::vector<KernelSpec> moe_role_specs(const MoeConfig& config, const MoeLaunchPlan& plan) {
+  std::vector<KernelSpec> out;
+  if (auto d = moe_dispatch_spec(config, plan)) out.push_back(std::move(*d));
+  out.push_back(moe_compute_spec(config, plan));
+  out.push_back(moe_finalize_spec(config, plan));
+  return out;
+}
+
+KernelSpec moe_weight_transform_spec(const MoeConfig& config, const AtomTraits& atom, Target target, Projection which) {
+  const bool w1 = which == Projection::w1;
+  KernelSpec s = base_spec("moe_weight_transform", "moe_weight_transform.cuh", "moejit::moe_weight_transform",
+                           std::string(target.name()), k_transform_threads);
+  s.constants = {{"kExperts", config.local_experts()},
+                 {"kRows", w1 ? 2 * config.intermediate : config.hidden},
+                 {"kK", w1 ? config.hidden : config.intermediate},
+                 {"kInterleave", w1 ? 1 : 0},
+                 {"kLayout", atom.weight_layout}};
   s.params = {
       {"payload_in", ParamType::ptr, "const moejit::u8*"},
       {"scales_in", ParamType::ptr, "const moejit::u8*"},
-      {"payload_out", ParamType::ptr, "moejit::u32*"},
-      {"scales_out", ParamType::ptr, "moejit::u32*"},
+      {"packed", ParamType::ptr, "moejit::u32*"},
       {"status", ParamType::ptr, "int*"},
   };
+  s.static_checks = {{"moejit::contract::kWeightStepBytes", contract::kWeightStepBytes}};
   return s;
+}
+
+std::vector<KernelSpec> moe_kernel_specs(const MoeConfig& config, int batch, const DeviceProfile& profile,
+                                         const MoeCodegenOptions& options) {
+  const MoeLaunchPlan plan = plan_launch(config, batch, profile, options);
+  std::vector<KernelSpec> out = moe_role_specs(config, plan);
+  const AtomTraits* atom = find_atom(profile.target, *plan.options.path, config.recipe);
+  out.push_back(moe_weight_transform_spec(config, *atom, profile.target, Projection::w1));
+  out.push_back(moe_weight_transform_spec(config, *atom, profile.target, Projection::w2));
+  return out;
 }
 
 }  // namespace moejit::codegen

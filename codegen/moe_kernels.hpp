@@ -1,43 +1,32 @@
 #pragma once
-// KernelSpecs of the MoE operator's kernels: the three roles (dispatch,
-// compute, finalize) and the weight transform. Each builder takes only the
-// values that change the emitted code; everything else is a launch argument.
+// KernelSpecs of the MoE operator's kernels: the three roles of one launch
+// plan and the weight transforms. Each spec carries the contract checks its
+// entry static_asserts (templates/moe_contract.cuh), so host and device
+// cannot disagree on SMEM, threads or the workspace without a build error.
+
+#include <optional>
+#include <vector>
 
 #include "codegen/kernel_spec.hpp"
+#include "codegen/moe_launch_plan.hpp"
 
 namespace moejit::codegen {
 
-// What the MoE role kernels are specialized on.
-struct MoeKernelShape {
-  int experts = 0;  // E (local experts; all of them on one GPU)
-  int top_k = 0;
-  int hidden = 0;        // H
-  int intermediate = 0;  // I
-  int tile_n = 16;       // token columns per compute item
-  int stages = 4;        // compute pipeline depth (K128 steps in flight)
-  int min_blocks_per_sm = 1;
-  int max_registers = 0;  // 0: no cap
-  bool input_bf16 = false;
-
-  friend bool operator==(const MoeKernelShape&, const MoeKernelShape&) = default;
-};
-
-inline constexpr int k_dispatch_threads = 1024;
-inline constexpr int k_compute_threads = 160;  // 4 math warps + 1 producer warp
-inline constexpr int k_finalize_threads = 256;
 inline constexpr int k_transform_threads = 256;
-// Per-stage SMEM of the sm_90a compute role: weight tile, scale words, BF16 token rows (padded).
-inline constexpr int k_weight_stage_bytes = 64 * 64 + 256;
-inline constexpr int k_x_row_bytes = 256 + 16;
 
-// Dynamic SMEM of the compute role for `shape` (the layout of templates/moe_compute.cuh;
-// sm_120a stages E4M3 token rows, sm_90a their BF16 image).
-int compute_smem_bytes(const MoeKernelShape& shape, Target target = Target{Arch::sm_90a});
+// nullopt when the plan launches no dispatch role.
+std::optional<KernelSpec> moe_dispatch_spec(const MoeConfig& config, const MoeLaunchPlan& plan);
+KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan);
+KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan);
+// The role kernels a forward of the plan launches, in launch order.
+std::vector<KernelSpec> moe_role_specs(const MoeConfig& config, const MoeLaunchPlan& plan);
 
-KernelSpec moe_dispatch_spec(const MoeKernelShape& shape, Target target);
-KernelSpec moe_compute_spec(const MoeKernelShape& shape, Target target);
-KernelSpec moe_finalize_spec(const MoeKernelShape& shape, Target target);
-// rows = N of the projection (2I for W1, interleaved; H for W2), k = its K.
-KernelSpec moe_weight_transform_spec(int experts, int rows, int k, bool interleave, Target target);
+// W1 (rows 2I, K = H, gate/up interleaved) or W2 (rows H, K = I) into the atom's step blobs.
+enum class Projection { w1, w2 };
+KernelSpec moe_weight_transform_spec(const MoeConfig& config, const AtomTraits& atom, Target target, Projection which);
+
+// Every kernel a layer needs for `batch` on the profile's target: the roles and both transforms.
+std::vector<KernelSpec> moe_kernel_specs(const MoeConfig& config, int batch, const DeviceProfile& profile,
+                                         const MoeCodegenOptions& options);
 
 }  // namespace moejit::codegen

@@ -29,10 +29,11 @@ std::string program_log(nvrtcProgram p) {
 }  // namespace
 
 std::vector<std::string> nvrtc_options(Target) {
-  // -std=c++17: templates use if constexpr and inline variables; nothing newer.
+  // -std=c++20: the entries build their parameter structs with designated
+  // initializers, so a field moved or renamed in a template fails to compile.
   // -default-device: host functions in templates would otherwise need __device__.
   // IEEE division and denormals: the numerics (seed §5.4) are specified without fast math.
-  return {"-std=c++17", "-default-device", "--ftz=false", "--prec-div=true", "-DNDEBUG", "-lineinfo"};
+  return {"-std=c++20", "-default-device", "--ftz=false", "--prec-div=true", "-DNDEBUG", "-lineinfo"};
 }
 
 PtxResult compile_to_ptx(const EmittedSource& source, Target target) {

@@ -5,10 +5,16 @@
 // which is what the child-graph key hashes (tensormaps included).
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
+
+#include "codegen/kernel_spec.hpp"
+#include "runtime/tensor_map.hpp"
 
 namespace moejit::runtime {
 
@@ -42,6 +48,35 @@ class KernelArgs {
   std::vector<unsigned char> bytes_;
   std::vector<std::size_t> offsets_;
   std::vector<void*> pointers_;
+};
+
+// A kernel's arguments by formal name. bind() orders them as the spec's
+// params and checks each against its formal (present once, the formal's
+// type and size) before anything launches, so a host that passes an argument
+// the kernel does not take, or of another type, fails naming it.
+class NamedArgs {
+ public:
+  NamedArgs& ptr(std::string name, std::uint64_t device_pointer) {
+    return put(std::move(name), codegen::ParamType::ptr, &device_pointer, 8);
+  }
+  NamedArgs& u32(std::string name, std::uint32_t v) { return put(std::move(name), codegen::ParamType::u32, &v, 4); }
+  NamedArgs& f32(std::string name, float v) { return put(std::move(name), codegen::ParamType::f32, &v, 4); }
+  // A TensorMap by value (the tensormap-by-value pass made the formal 128 bytes).
+  NamedArgs& map(std::string name, const TensorMapBlob& blob) {
+    return put(std::move(name), codegen::ParamType::tensormap, blob.bytes.data(), blob.bytes.size());
+  }
+
+  // Throws std::invalid_argument naming the kernel and the argument.
+  KernelArgs bind(const codegen::KernelSpec& spec) const;
+
+ private:
+  struct Arg {
+    std::string name;
+    codegen::ParamType type;
+    std::vector<unsigned char> bytes;
+  };
+  NamedArgs& put(std::string name, codegen::ParamType type, const void* value, std::size_t size);
+  std::vector<Arg> args_;
 };
 
 }  // namespace moejit::runtime

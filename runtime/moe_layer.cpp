@@ -1,5 +1,6 @@
-// MoeLayer: construction (weight transform, descriptors), the per-shape
-// kernels, the per-stream workspaces and the role graphs.
+// MoeLayer: construction (the weight transform), the per-shape plans and
+// kernels, the per-stream workspaces and the role graphs. What launches is the
+// launch plan (codegen/moe_launch_plan.hpp), exactly.
 #include "runtime/moe_layer.hpp"
 
 #include <fmt/format.h>
@@ -7,18 +8,17 @@
 #include <algorithm>
 #include <vector>
 
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
+#include "runtime/kernel_args.hpp"
 #include "runtime/residency.hpp"
 #include "runtime/tensor_map_cache.hpp"
 
 namespace moejit::runtime {
 
 struct MoeLayer::RoleKernels {
-  codegen::MoeKernelShape shape;
-  std::unique_ptr<LoadedKernel> dispatch, compute, finalize;
-  std::string dispatch_key, compute_key, finalize_key;  // kernel cache keys: the cubins' identity
-  unsigned compute_grid = 0;
-  unsigned compute_smem = 0;
+  std::vector<codegen::KernelSpec> specs;  // launch order: [dispatch,] compute, finalize
+  std::vector<std::unique_ptr<LoadedKernel>> kernels;
+  std::vector<std::string> keys;  // kernel cache keys: the cubins' identity
 };
 
 // Graphs a stream keeps by argument set before it drops them all; engines
@@ -27,7 +27,6 @@ constexpr std::size_t k_max_graphs_per_stream = 256;
 
 struct MoeLayer::StreamState {
   DeviceBuffer workspace;
-  std::vector<CUdeviceptr> ws;  // the workspace formals
   std::unordered_map<LaunchKey, std::shared_ptr<RoleGraph>, LaunchKeyHash> graphs;
 };
 
@@ -40,8 +39,14 @@ struct Loaded {
 // Through the kernel cache: a spec seen before costs a hash-map lookup, a new
 // one a disk hit or a build that is then published for every later process.
 Loaded load(const codegen::KernelSpec& spec) {
-  const std::shared_ptr<const CachedKernel> kernel = KernelCache::global().get_or_build(spec);
+  const std::shared_ptr<const jit::CachedKernel> kernel = jit::KernelCache::global().get_or_build(spec);
   return {std::make_unique<LoadedKernel>(kernel->cubin, spec.entry_name()), kernel->key};
+}
+
+const char* role_name(const codegen::KernelSpec& spec) {
+  if (spec.kernel == "moe_dispatch") return "dispatch";
+  if (spec.kernel == "moe_compute") return "compute";
+  return "finalize";
 }
 }  // namespace
 
@@ -54,10 +59,9 @@ std::size_t MoeLayer::LaunchKeyHash::operator()(const LaunchKey& k) const noexce
 
 MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevice& weights,
                    const MoeLayerOptions& options)
-    : config_(config), problem_(problem_of(config)), options_(options) {
+    : config_(config), options_(options) {
   validate_layer_config(config);
   validate_layer_options(options);
-  const reference::MoeProblem& problem = problem_;
   device_ = query_device(options.device);
   profile_ = device_profile(device_);
   const auto target = codegen::parse_target(device_.target_name());
@@ -65,6 +69,12 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevi
     throw std::runtime_error(fmt::format("MoeLayer runs on sm_90a GPUs; GPU {} is {} (sm_{}{})", options.device,
                                          device_.name, device_.cc_major, device_.cc_minor));
   target_ = *target;
+  // The layer holds the resolved path: its weights are packed for that atom.
+  options_.codegen.path = codegen::resolve_path(options.codegen.path, target_.arch);
+  atom_ = codegen::find_atom(target_, *options_.codegen.path, config.recipe);
+  if (!atom_)
+    throw InvalidInput("path", fmt::format("path = {} is not available on {}",
+                                           codegen::path_name(*options_.codegen.path), target_.name()));
   for (auto [name, ptr] : {std::pair{"w1", weights.w1}, {"s1", weights.s1}, {"w2", weights.w2}, {"s2", weights.s2}})
     if (ptr == 0 || ptr % 16 != 0)
       throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: must be a non-null 16-byte aligned "
@@ -73,43 +83,55 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevi
   MOEJIT_CU(cuCtxGetCurrent, &context_);
   if (!context_) throw std::runtime_error("MoeLayer: no current CUDA context (make the device's context current)");
 
-  const int E = problem.experts, H = problem.hidden, I = problem.intermediate;
-  layout_ = MoeWorkspaceLayout::make(E, problem.top_k, H, I, config.token_capacity);
-  by_tokens_.assign(config.token_capacity + 1, nullptr);
+  // Every plan of this layer has the same grid, so one workspace size serves every batch.
+  workspace_bytes_ = plan(1).workspace_bytes;
+  by_tokens_.resize(config.token_capacity + 1);
   MOEJIT_CU(cuStreamCreate, &setup_stream_, CU_STREAM_NON_BLOCKING);
+  pack_weights(weights);
+}
 
-  // Pack both projections with the JIT weight transform.
-  const std::size_t w1_bytes = std::size_t(E) * 2 * I * H / 2, w2_bytes = std::size_t(E) * H * I / 2;
+void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
+  const int E = config_.local_experts(), H = config_.hidden, I = config_.intermediate;
+  // Step blobs: 4352 B per 64 rows x K128, i.e. the payload plus 1/16 for the scale words.
+  const std::size_t w1_bytes = std::size_t(E) * (2 * I / 64) * (H / 128) * contract::kWeightStepBytes;
+  const std::size_t w2_bytes = std::size_t(E) * (H / 64) * (I / 128) * contract::kWeightStepBytes;
   w1_ = DeviceBuffer(w1_bytes);
-  s1_ = DeviceBuffer(w1_bytes / 16);
   w2_ = DeviceBuffer(w2_bytes);
-  s2_ = DeviceBuffer(w2_bytes / 16);
   DeviceBuffer status(4);
   MOEJIT_CU(cuMemsetD8, status.ptr(), 0, 4);
   struct Projection {
-    int rows, k;
-    bool interleave;
-    CUdeviceptr in, in_scales, out, out_scales;
+    codegen::Projection which;
+    CUdeviceptr in, in_scales, out;
+    std::size_t bytes;
   };
-  for (const Projection& p : {Projection{2 * I, H, true, weights.w1, weights.s1, w1_.ptr(), s1_.ptr()},
-                              Projection{H, I, false, weights.w2, weights.s2, w2_.ptr(), s2_.ptr()}}) {
-    const Loaded kernel = load(codegen::moe_weight_transform_spec(E, p.rows, p.k, p.interleave, target_));
-    CUdeviceptr in = p.in, in_scales = p.in_scales, out = p.out, out_scales = p.out_scales, st = status.ptr();
-    void* args[] = {&in, &in_scales, &out, &out_scales, &st};
-    const std::size_t words = std::size_t(E) * p.rows * p.k / 8;
+  for (const Projection& p : {Projection{codegen::Projection::w1, weights.w1, weights.s1, w1_.ptr(), w1_bytes},
+                              Projection{codegen::Projection::w2, weights.w2, weights.s2, w2_.ptr(), w2_bytes}}) {
+    const codegen::KernelSpec spec = codegen::moe_weight_transform_spec(config_, *atom_, target_, p.which);
+    const Loaded kernel = load(spec);
+    KernelArgs args = NamedArgs()
+                          .ptr("payload_in", p.in)
+                          .ptr("scales_in", p.in_scales)
+                          .ptr("packed", p.out)
+                          .ptr("status", status.ptr())
+                          .bind(spec);
+    const std::size_t words = p.bytes / 4;
     const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((words + 255) / 256, 65535));
-    kernel.kernel->launch({grid, codegen::k_transform_threads, 0}, nullptr, args);
+    kernel.kernel->launch({grid, codegen::k_transform_threads, 0}, nullptr, args.pointers());
   }
-  int bad_scale = 0;
+  int top_code = 0;
   MOEJIT_CU(cuCtxSynchronize);
-  status.download(&bad_scale, 4);
-  if (bad_scale)
-    throw InvalidInput("weight scales",
-                       "weight scales: a UE8M0 code is above 128 (|w| >= 16); the sm_90a "
-                       "dequantization supports codes in [0, 128]");
-
-  w1_map_ = TensorMapCache::global().weight_tile_map(w1_.ptr(), std::uint64_t(E) * (H / 128) * 2 * I);
-  w2_map_ = TensorMapCache::global().weight_tile_map(w2_.ptr(), std::uint64_t(E) * (I / 128) * H);
+  status.download(&top_code, 4);
+  if (top_code > atom_->max_weight_scale_code)
+    throw InvalidInput(
+        "weight scales",
+        fmt::format("weight scales: a UE8M0 code of {} was found; the {} path ({}) supports codes "
+                    "[0, {}]{}",
+                    top_code, codegen::path_name(*options_.codegen.path), atom_->name, atom_->max_weight_scale_code,
+                    top_code == 255 ? " (255 is NaN in UE8M0)" : "; --path fast takes every code to 254"));
+  // Every plan of the layer has the same tiles per item, so one box size serves every batch.
+  const std::uint32_t box_rows = static_cast<std::uint32_t>(contract::weight_box_rows(plan(1).tiles));
+  w1_map_ = TensorMapCache::global().weight_tile_map(w1_.ptr(), w1_bytes / contract::kWeightMapRowBytes, box_rows);
+  w2_map_ = TensorMapCache::global().weight_tile_map(w2_.ptr(), w2_bytes / contract::kWeightMapRowBytes, box_rows);
 }
 
 MoeLayer::~MoeLayer() {
@@ -122,50 +144,57 @@ MoeLayer::~MoeLayer() {
   }
 }
 
-codegen::MoeKernelShape MoeLayer::kernel_shape(int tokens) const {
-  return plan_kernel_shape(config_, options_, tokens, profile_);
+codegen::MoeLaunchPlan MoeLayer::plan(int tokens) const {
+  return codegen::plan_launch(config_, tokens, profile_, options_.codegen);
 }
 
-const MoeLayer::RoleKernels& MoeLayer::kernels_for_locked(int tokens) {
-  if (const RoleKernels* k = by_tokens_[tokens]) return *k;
-  const codegen::MoeKernelShape shape = kernel_shape(tokens);
-  const codegen::KernelSpec compute_spec = codegen::moe_compute_spec(shape, target_);
-  auto& slot = kernels_[compute_spec.summary()];
+contract::WorkspaceLayout MoeLayer::workspace_layout() const {
+  return contract::workspace_layout({config_.local_experts(), config_.top_k, config_.hidden, config_.intermediate,
+                                     config_.token_capacity, atom_->contract_path});
+}
+
+const MoeLayer::TokenLaunch& MoeLayer::kernels_for_locked(int tokens) {
+  if (by_tokens_[tokens]) return *by_tokens_[tokens];
+  codegen::MoeLaunchPlan plan = this->plan(tokens);
+  if (plan.workspace_bytes != workspace_bytes_)
+    throw std::logic_error(fmt::format("B={}: the plan's workspace ({} B) differs from the layer's ({} B)", tokens,
+                                       plan.workspace_bytes, workspace_bytes_));
+  std::vector<codegen::KernelSpec> specs = codegen::moe_role_specs(config_, plan);
+  auto& slot = kernels_[specs[specs.size() - 2].summary()];  // by the compute kernel's every key field
   if (!slot) {
     auto k = std::make_unique<RoleKernels>();
-    k->shape = shape;
-    Loaded dispatch = load(codegen::moe_dispatch_spec(shape, target_)), compute = load(compute_spec),
-           finalize = load(codegen::moe_finalize_spec(shape, target_));
-    k->dispatch = std::move(dispatch.kernel);
-    k->compute = std::move(compute.kernel);
-    k->finalize = std::move(finalize.kernel);
-    k->dispatch_key = dispatch.key;
-    k->compute_key = compute.key;
-    k->finalize_key = finalize.key;
-    k->compute_smem = static_cast<unsigned>(codegen::compute_smem_bytes(shape));
     CUdevice device = 0;
     MOEJIT_CU(cuDeviceGet, &device, device_.ordinal);
-    MOEJIT_CU(cuKernelSetAttribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k->compute_smem),
-              k->compute->kernel(), device);
-    CUfunction fn = nullptr;  // the attribute for this context's function too (direct launches)
-    MOEJIT_CU(cuKernelGetFunction, &fn, k->compute->kernel());
-    MOEJIT_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-              static_cast<int>(k->compute_smem));
-    // Persistent: every compute CTA resident, so the GEMM2 waits on GEMM1
-    // counters cannot deadlock. The planned grid fills the SMs; an override must fit.
-    const int sms = device_.sm_count;
-    const int per_sm = role_blocks_per_sm(*k->compute, codegen::k_compute_threads, static_cast<int>(k->compute_smem));
-    k->compute_grid = static_cast<unsigned>(options_.compute_grid > 0 ? options_.compute_grid : per_sm * sms);
-    require_residency("compute", k->compute_grid, per_sm, sms, codegen::k_compute_threads,
-                      static_cast<int>(k->compute_smem), true);
-    require_residency("dispatch", 1, role_blocks_per_sm(*k->dispatch, codegen::k_dispatch_threads, 0), sms,
-                      codegen::k_dispatch_threads, 0, false);
-    require_residency("finalize", 1, role_blocks_per_sm(*k->finalize, codegen::k_finalize_threads, 0), sms,
-                      codegen::k_finalize_threads, 0, false);
+    for (const codegen::KernelSpec& spec : specs) {
+      Loaded l = load(spec);
+      const codegen::RolePlan& role = spec.kernel == "moe_dispatch"  ? plan.dispatch
+                                      : spec.kernel == "moe_compute" ? plan.compute
+                                                                     : plan.finalize;
+      if (role.smem_bytes > 0) {
+        MOEJIT_CU(cuKernelSetAttribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, role.smem_bytes,
+                  l.kernel->kernel(), device);
+        CUfunction fn = nullptr;  // the attribute for this context's function too (direct launches)
+        MOEJIT_CU(cuKernelGetFunction, &fn, l.kernel->kernel());
+        MOEJIT_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, role.smem_bytes);
+      }
+      // The persistent compute role must have every CTA resident at the
+      // planned CTAs per SM, or its waits on other CTAs could never return.
+      const int per_sm = role_blocks_per_sm(*l.kernel, role.threads, role.smem_bytes);
+      const bool persistent = spec.kernel == "moe_compute";
+      if (persistent && per_sm < role.blocks_per_sm)
+        throw ResidencyError(fmt::format(
+            "role compute: the plan wants {} CTAs per SM ({} threads, {} B SMEM, .maxnreg {}), the driver allows {}",
+            role.blocks_per_sm, role.threads, role.smem_bytes, role.register_cap, per_sm));
+      require_residency(role_name(spec), persistent ? role.grid : 1, per_sm, device_.sm_count, role.threads,
+                        role.smem_bytes, persistent);
+      k->kernels.push_back(std::move(l.kernel));
+      k->keys.push_back(std::move(l.key));
+    }
+    k->specs = std::move(specs);
     slot = std::move(k);
   }
-  by_tokens_[tokens] = slot.get();
-  return *slot;
+  by_tokens_[tokens] = std::make_unique<TokenLaunch>(TokenLaunch{slot.get(), std::move(plan)});
+  return *by_tokens_[tokens];
 }
 
 int MoeLayer::kernels_built() const {
@@ -197,48 +226,63 @@ MoeLayer::StreamState& MoeLayer::stream_state_locked(CUstream stream) {
   auto& slot = streams_[stream];
   if (!slot) {
     auto st = std::make_unique<StreamState>();
-    st->workspace = DeviceBuffer(layout_.total);
-    // Zero once: the counters are monotone from here on. On the setup stream,
-    // which never joins the caller's capture.
-    MOEJIT_CU(cuMemsetD8Async, st->workspace.ptr(), 0, layout_.total, setup_stream_);
+    st->workspace = DeviceBuffer(static_cast<std::size_t>(workspace_bytes_));
+    // Zero once: the header's epoch and the GEMM2 readiness counters start
+    // clean, and every forward leaves them clean. On the setup stream, which
+    // never joins the caller's capture.
+    MOEJIT_CU(cuMemsetD8Async, st->workspace.ptr(), 0, st->workspace.bytes(), setup_stream_);
     MOEJIT_CU(cuStreamSynchronize, setup_stream_);
-    st->ws = layout_.pointers(st->workspace.ptr());
     slot = std::move(st);
   }
   return *slot;
 }
 
-std::vector<RoleLaunch> MoeLayer::role_launches(const RoleKernels& k, const MoeForwardArgs& a,
+std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeForwardArgs& a,
                                                 const StreamState& st) const {
-  const int H = problem_.hidden;
-  const unsigned tokens = static_cast<unsigned>(a.tokens);
-  std::vector<RoleLaunch> roles(3);
+  const RoleKernels& k = *t.kernels;
+  const auto tokens = static_cast<std::uint32_t>(a.tokens);
+  const CUdeviceptr ws = st.workspace.ptr();
+  const contract::WorkspaceLayout l = workspace_layout();
+  const bool fp8_rows = contract::path_fp8_rows(atom_->contract_path);
+  // The GEMM1 rows the compute role reads: the caller's MXFP8 x, or what the dispatch role made of x.
+  CUdeviceptr x_rows = a.x_q, x_scales = a.x_scales;
+  if (!fp8_rows)
+    x_rows = ws + l.x_bf16, x_scales = 0;
+  else if (options_.codegen.input_bf16)
+    x_rows = ws + l.x_q, x_scales = ws + l.x_scales;
 
-  // Dispatch: block 0 routes, the others prepare activation rows (16 or 32 elements a thread).
-  const std::size_t rows_work = std::size_t(a.tokens) * H / (options_.input_bf16 ? 32 : 16);
-  const unsigned dispatch_grid =
-      1 + static_cast<unsigned>((rows_work + codegen::k_dispatch_threads - 1) / codegen::k_dispatch_threads);
-  roles[0].role = "dispatch";
-  roles[0].kernel = k.dispatch.get();
-  roles[0].cubin_key = k.dispatch_key;
-  roles[0].dims = {dispatch_grid, codegen::k_dispatch_threads, 0};
-  roles[0].args.add(a.topk_ids).add(a.x_q).add(a.x_scales).add(a.x_bf16).add(tokens).add_all(st.ws);
-
-  // The maps go by value: tensormap-by-value made them 128-byte formals of the compute cubin.
-  roles[1].role = "compute";
-  roles[1].kernel = k.compute.get();
-  roles[1].cubin_key = k.compute_key;
-  roles[1].dims = {k.compute_grid, codegen::k_compute_threads, k.compute_smem};
-  roles[1].args.add(w1_map_).add(w2_map_).add(s1_.ptr()).add(s2_.ptr()).add(a.topk_weights).add(problem_.clamp);
-  roles[1].args.add_all(st.ws);
-
-  const std::size_t chunks = std::size_t(a.tokens) * H / 8;
-  roles[2].role = "finalize";
-  roles[2].kernel = k.finalize.get();
-  roles[2].cubin_key = k.finalize_key;
-  roles[2].dims = {static_cast<unsigned>((chunks + codegen::k_finalize_threads - 1) / codegen::k_finalize_threads),
-                   codegen::k_finalize_threads, 0};
-  roles[2].args.add(a.y).add(tokens).add_all(st.ws);
+  std::vector<RoleLaunch> roles;
+  for (std::size_t i = 0; i < k.specs.size(); ++i) {
+    const codegen::KernelSpec& spec = k.specs[i];
+    RoleLaunch r;
+    r.role = role_name(spec);
+    r.kernel = k.kernels[i].get();
+    r.cubin_key = k.keys[i];
+    NamedArgs args;
+    const codegen::RolePlan* plan = nullptr;
+    if (spec.kernel == "moe_dispatch") {
+      plan = &t.plan.dispatch;
+      args.ptr("x_q", a.x_q).ptr("x_scales", a.x_scales).ptr("x_bf16", a.x_bf16).u32("tokens", tokens).ptr("ws", ws);
+    } else if (spec.kernel == "moe_compute") {
+      plan = &t.plan.compute;
+      args.ptr("topk_ids", a.topk_ids)
+          .ptr("topk_weights", a.topk_weights)
+          .ptr("x_rows", x_rows)
+          .ptr("x_scales", x_scales)
+          .map("w1_map", w1_map_)
+          .map("w2_map", w2_map_)
+          .ptr("ws", ws)
+          .u32("tokens", tokens)
+          .f32("clamp", config_.swiglu_clamp.value_or(std::numeric_limits<float>::infinity()));
+    } else {
+      plan = &t.plan.finalize;
+      args.ptr("topk_ids", a.topk_ids).ptr("y", a.y).u32("tokens", tokens).ptr("ws", ws);
+    }
+    r.dims = {static_cast<unsigned>(plan->grid), static_cast<unsigned>(plan->threads),
+              static_cast<unsigned>(plan->smem_bytes)};
+    r.args = args.bind(spec);
+    roles.push_back(std::move(r));
+  }
   return roles;
 }
 
@@ -254,8 +298,8 @@ std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream
   // which a capture in global mode would refuse.
   RelaxedCaptureScope relaxed(capturing);
   StreamState& st = stream_state_locked(stream);
-  const RoleKernels& k = kernels_for_locked(a.tokens);
-  std::vector<RoleLaunch> roles = role_launches(k, a, st);
+  const TokenLaunch& t = kernels_for_locked(a.tokens);
+  std::vector<RoleLaunch> roles = role_launches(t, a, st);
   std::shared_ptr<RoleGraph>& graph = graphs_[role_graph_key(roles, options_.pdl)];
   if (graph) {
     ++graph_counters_.reused;
@@ -278,9 +322,15 @@ void MoeLayer::check_routes(const MoeForwardArgs& a, bool capturing) const {
     throw InvalidInput("check_routes_on_host",
                        "check_routes_on_host = true cannot be used while the stream is capturing (it copies topk_ids "
                        "to the host); turn it off: out-of-range ids poison their token with NaN on the GPU");
-  std::vector<std::int32_t> ids(std::size_t(a.tokens) * problem_.top_k);
+  std::vector<std::int32_t> ids(std::size_t(a.tokens) * config_.top_k);
   MOEJIT_CU(cuMemcpyDtoH, ids.data(), a.topk_ids, ids.size() * 4);
   validate_route_ids(config_, ids);
+}
+
+std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream stream) {
+  validate_forward_args(config_, options_, a);
+  std::lock_guard lock(mutex_);
+  return role_launches(kernels_for_locked(a.tokens), a, stream_state_locked(stream));
 }
 
 void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvents* events) {
@@ -296,10 +346,12 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
       roles = role_launches(kernels_for_locked(a.tokens), a, stream_state_locked(stream));
     }
     if (!events) return launch_roles(roles, stream, options_.pdl);
-    const CUevent marks[3] = {events->start, events->dispatched, events->computed};
-    for (std::size_t i = 0; i < roles.size(); ++i) {
-      MOEJIT_CU(cuEventRecord, marks[i], stream);
-      roles[i].kernel->launch_ex(roles[i].dims, stream, roles[i].args.pointers(), false);
+    // start, [dispatch], dispatched, compute, computed, finalize, finalized.
+    MOEJIT_CU(cuEventRecord, events->start, stream);
+    for (RoleLaunch& r : roles) {
+      if (r.role == "compute") MOEJIT_CU(cuEventRecord, events->dispatched, stream);
+      if (r.role == "finalize") MOEJIT_CU(cuEventRecord, events->computed, stream);
+      r.kernel->launch_ex(r.dims, stream, r.args.pointers(), false);
     }
     MOEJIT_CU(cuEventRecord, events->finalized, stream);
     return;

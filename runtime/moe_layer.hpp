@@ -1,8 +1,9 @@
 #pragma once
-// moejit::MoeLayer: the fused MoE layer of a decode step on one GPU.
+// moejit::runtime::MoeLayer: the fused MoE layer of a decode step on one GPU.
 //
-//   MoeLayer layer(config, weights, options);   // packs the weights (JIT transform kernel)
-//   layer.forward(x, topk_ids, topk_weights, y, B, stream);
+//   MoeLayer layer(config, weights, options);  // packs the weights (JIT transform kernel)
+//   MoeForwardArgs args{.x_q = xq, .x_scales = xs, .topk_ids = ids, .topk_weights = w, .y = y, .tokens = B};
+//   layer.forward(args, stream);
 //
 // The first forward for a batch size plans its geometry, builds (or fetches)
 // the role kernels and launches; later ones only launch. Bad input is
@@ -21,12 +22,12 @@
 #include "codegen/device_profile.hpp"
 #include "codegen/moe_config.hpp"
 #include "codegen/moe_kernels.hpp"
+#include "codegen/moe_launch_plan.hpp"
 #include "runtime/device.hpp"
 #include "runtime/loaded_kernel.hpp"
-#include "runtime/moe_reference.hpp"
-#include "runtime/moe_workspace.hpp"
 #include "runtime/role_graph.hpp"
 #include "runtime/tensor_map.hpp"
+#include "templates/moe_contract.cuh"
 
 namespace moejit::runtime {
 
@@ -36,28 +37,22 @@ namespace moejit::runtime {
 using InvalidInput = codegen::ConfigError;
 
 struct MoeLayerOptions {
-  bool input_bf16 = false;  // x arrives as BF16 and is quantized by the dispatch role
+  // What changes the emitted kernels (the compute path, BF16 input, tuning
+  // overrides): the plan's inputs, the same as `moejit plan/precompile/inspect`
+  // and the bench take.
+  codegen::MoeCodegenOptions codegen;
   int device = 0;
   // Validate topk_ids on the host before launch: a device->host copy and a
   // stream sync per forward, and refused while the stream is capturing. Off
   // (the default): an id outside [0, E) still never reads a neighbour; it
   // poisons its token with NaN.
   bool check_routes_on_host = false;
-  // Programmatic dependent launch between the roles: compute starts (barrier
-  // setup, descriptor prefetch) while dispatch runs, finalize is launched as
-  // compute drains. Off by default: on the H200 it measured within noise
-  // (+-3%) at B <= 64 and 0.6-2.7% slower at B = 256
-  // (bench/results/2026-11-30-h200-runtime.md).
+  // Programmatic dependent launch between the roles: the compute role's
+  // weight stream starts while the dispatch role (when there is one) runs,
+  // and finalize launches as compute drains.
   bool pdl = false;
-  // Launch each forward as its cached role graph (false: three launches).
+  // Launch each forward as its cached role graph (false: one launch per role).
   bool use_graphs = true;
-  // Tuning overrides of the planned geometry (0: as planned; ctas_per_sm
-  // chooses the depth that lets that many compute CTAs share an SM;
-  // compute_grid replaces the persistent grid and must still be resident).
-  int tile_n = 0;
-  int stages = 0;
-  int ctas_per_sm = 0;
-  int compute_grid = 0;
 };
 
 // Checkpoint-layout MXFP4 weights in device memory (DESIGN.md "Weights").
@@ -82,9 +77,6 @@ struct RoleEvents {
   CUevent start = nullptr, dispatched = nullptr, computed = nullptr, finalized = nullptr;
 };
 
-// The operator a config describes, as the CPU references take it.
-reference::MoeProblem problem_of(const codegen::MoeConfig& config);
-
 // The checks the layer makes before any launch. Throw InvalidInput naming the field.
 // validate_layer_config: every Table 10 range, and what this version supports (R = 1, E <= 2048).
 void validate_layer_config(const codegen::MoeConfig& config);
@@ -93,14 +85,6 @@ void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptio
 void validate_route_ids(const codegen::MoeConfig& config, const std::vector<std::int32_t>& ids);
 void validate_layer_options(const MoeLayerOptions& options);
 
-// The planner's geometry for `tokens` on `profile`, as the kernel shape of the
-// role kernels (pure: the no-GPU paths use it too).
-codegen::MoeKernelShape plan_kernel_shape(const codegen::MoeConfig& config, const MoeLayerOptions& options, int tokens,
-                                          const codegen::DeviceProfile& profile);
-// Every kernel a forward of `tokens` needs on the profile's target: the three
-// roles and the two weight transforms.
-std::vector<codegen::KernelSpec> moe_kernel_specs(const codegen::MoeConfig& config, const MoeLayerOptions& options,
-                                                  int tokens, const codegen::DeviceProfile& profile);
 // The profile of a live device.
 codegen::DeviceProfile device_profile(const DeviceInfo& device);
 
@@ -125,16 +109,22 @@ class MoeLayer {
   void forward(const MoeForwardArgs& args, CUstream stream, const RoleEvents* events = nullptr);
 
   const codegen::MoeConfig& config() const { return config_; }
-  const reference::MoeProblem& problem() const { return problem_; }
   const MoeLayerOptions& options() const { return options_; }
-  const MoeWorkspaceLayout& workspace_layout() const { return layout_; }
+  const codegen::AtomTraits& atom() const { return *atom_; }
+  // The workspace regions (templates/moe_contract.cuh) and one stream's bytes.
+  contract::WorkspaceLayout workspace_layout() const;
+  std::int64_t workspace_bytes() const { return workspace_bytes_; }
   // The workspace forwards on `stream` use (0 before its first forward).
   CUdeviceptr workspace(CUstream stream) const;
   // Waits for `stream`, then frees its workspace and graphs (call it before
   // destroying a stream the layer has seen; a later forward starts afresh).
   void release_stream(CUstream stream);
-  // The kernel shape the layer uses for `tokens` (plans it if needed).
-  codegen::MoeKernelShape kernel_shape(int tokens) const;
+  // The launch plan a forward of `tokens` runs (pure: no kernel is built).
+  codegen::MoeLaunchPlan plan(int tokens) const;
+  // What a forward with these arguments launches on `stream`, in order: each
+  // role's kernel, grid, block, SMEM and bound arguments (builds the kernels
+  // and the stream's workspace as a first forward would, launches nothing).
+  std::vector<RoleLaunch> launches(const MoeForwardArgs& args, CUstream stream);
   int kernels_built() const;
   struct GraphCounters {
     std::uint64_t built = 0;      // role graphs created (a miss of the child-graph cache)
@@ -142,11 +132,11 @@ class MoeLayer {
     std::uint64_t warm_hits = 0;  // forwards that found their graph by argument lookup
   };
   GraphCounters graph_counters() const;
-  // The packed weights (payload, scales) of W1 and W2, for tests.
+  // The packed step blobs of W1 and W2 (contract::weight_step_offset), for tests.
   struct PackedDevice {
-    CUdeviceptr w1, s1, w2, s2;
+    CUdeviceptr w1, w2;
   };
-  PackedDevice packed_weights() const { return {w1_.ptr(), s1_.ptr(), w2_.ptr(), s2_.ptr()}; }
+  PackedDevice packed_weights() const { return {w1_.ptr(), w2_.ptr()}; }
 
  private:
   struct RoleKernels;
@@ -160,26 +150,34 @@ class MoeLayer {
     std::size_t operator()(const LaunchKey& k) const noexcept;
   };
 
-  const RoleKernels& kernels_for_locked(int tokens);
+  // The kernels a forward of `tokens` runs and that forward's own plan: one
+  // kernel set serves every B with the same compute kernel, but the grids of
+  // the streaming roles grow with B, so launch dimensions come from B's plan.
+  struct TokenLaunch {
+    const RoleKernels* kernels = nullptr;
+    codegen::MoeLaunchPlan plan;
+  };
+  const TokenLaunch& kernels_for_locked(int tokens);
   StreamState& stream_state_locked(CUstream stream);
-  std::vector<RoleLaunch> role_launches(const RoleKernels& k, const MoeForwardArgs& a, const StreamState& st) const;
+  std::vector<RoleLaunch> role_launches(const TokenLaunch& t, const MoeForwardArgs& a, const StreamState& st) const;
+  void pack_weights(const CheckpointWeightsDevice& weights);
   std::shared_ptr<RoleGraph> graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing);
   void check_routes(const MoeForwardArgs& a, bool capturing) const;
 
   codegen::MoeConfig config_;
-  reference::MoeProblem problem_;
   MoeLayerOptions options_;
   DeviceInfo device_;
   codegen::DeviceProfile profile_;
   codegen::Target target_;
+  const codegen::AtomTraits* atom_ = nullptr;
   CUcontext context_ = nullptr;  // the graph nodes' explicit context
-  MoeWorkspaceLayout layout_;
-  DeviceBuffer w1_, s1_, w2_, s2_;   // packed
-  TensorMapBlob w1_map_, w2_map_;    // passed by value to the compute role
+  std::int64_t workspace_bytes_ = 0;
+  DeviceBuffer w1_, w2_;             // packed step blobs
+  TensorMapBlob w1_map_, w2_map_;    // their TMA maps, passed by value to the compute role
   CUstream setup_stream_ = nullptr;  // non-blocking: clears new workspaces, also during a capture
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<RoleKernels>> kernels_;  // by compute spec summary
-  std::vector<const RoleKernels*> by_tokens_;                    // [B] -> kernels, filled on first use
+  std::vector<std::unique_ptr<TokenLaunch>> by_tokens_;          // [B] -> kernels and plan, filled on first use
   std::unordered_map<CUstream, std::unique_ptr<StreamState>> streams_;
   std::unordered_map<std::string, std::shared_ptr<RoleGraph>> graphs_;  // the child-graph cache, by digest
   GraphCounters graph_counters_;

@@ -1,18 +1,10 @@
-// The layer's pure parts: its checks of config and arguments, and the
-// planner's geometry as the role kernels' shape. No GPU needed.
+// The layer's pure parts: its checks of config, options and arguments. No GPU needed.
 #include <fmt/format.h>
-
-#include <limits>
 
 #include "codegen/planner.hpp"
 #include "runtime/moe_layer.hpp"
 
 namespace moejit::runtime {
-
-reference::MoeProblem problem_of(const codegen::MoeConfig& config) {
-  return {config.local_experts(), config.top_k, config.hidden, config.intermediate,
-          config.swiglu_clamp.value_or(std::numeric_limits<float>::infinity())};
-}
 
 void validate_layer_config(const codegen::MoeConfig& config) {
   codegen::validate(config);
@@ -28,18 +20,9 @@ void validate_layer_config(const codegen::MoeConfig& config) {
 }
 
 void validate_layer_options(const MoeLayerOptions& o) {
-  auto range = [](const char* field, int value, int lo, int hi) {
-    if (value < lo || value > hi)
-      throw InvalidInput(
-          field, fmt::format("{} = {} is outside the allowed range [{}, {}] (0: as planned)", field, value, lo, hi));
-  };
-  range("tile_n", o.tile_n, 0, 64);
-  if (o.tile_n % 8 != 0)
-    throw InvalidInput("tile_n", fmt::format("tile_n = {} must be a multiple of 8 (0: as planned)", o.tile_n));
-  range("stages", o.stages, 0, 16);
-  range("ctas_per_sm", o.ctas_per_sm, 0, 16);
-  range("compute_grid", o.compute_grid, 0, 1 << 20);
-  range("device", o.device, 0, 1023);
+  codegen::validate(o.codegen);
+  if (o.device < 0 || o.device > 1023)
+    throw InvalidInput("device", fmt::format("device = {} is outside the allowed range [0, 1023]", o.device));
 }
 
 codegen::DeviceProfile device_profile(const DeviceInfo& d) {
@@ -55,40 +38,6 @@ codegen::DeviceProfile device_profile(const DeviceInfo& d) {
   return codegen::from_live_device(live);
 }
 
-codegen::MoeKernelShape plan_kernel_shape(const codegen::MoeConfig& config, const MoeLayerOptions& options, int tokens,
-                                          const codegen::DeviceProfile& profile) {
-  const codegen::Geometry g = codegen::plan(config, tokens, profile);
-  codegen::MoeKernelShape s;
-  s.experts = config.local_experts();
-  s.top_k = config.top_k;
-  s.hidden = config.hidden;
-  s.intermediate = config.intermediate;
-  s.input_bf16 = options.input_bf16;
-  s.tile_n = options.tile_n ? options.tile_n : g.tile_n;
-  s.min_blocks_per_sm = g.co_residency;
-  s.max_registers = g.register_cap;
-  s.stages = g.stages;
-  if (options.ctas_per_sm) {
-    // Tuning: the deepest pipeline that lets `ctas_per_sm` CTAs share an SM.
-    s.min_blocks_per_sm = options.ctas_per_sm;
-    s.stages = 8;
-    while (s.stages > 2 && codegen::compute_smem_bytes(s) > profile.smem_per_sm / options.ctas_per_sm - 2048)
-      --s.stages;
-  }
-  if (options.stages) s.stages = options.stages;
-  return s;
-}
-
-std::vector<codegen::KernelSpec> moe_kernel_specs(const codegen::MoeConfig& config, const MoeLayerOptions& options,
-                                                  int tokens, const codegen::DeviceProfile& profile) {
-  const codegen::MoeKernelShape shape = plan_kernel_shape(config, options, tokens, profile);
-  const codegen::Target target = profile.target;
-  const int E = config.local_experts(), H = config.hidden, I = config.intermediate;
-  return {codegen::moe_dispatch_spec(shape, target), codegen::moe_compute_spec(shape, target),
-          codegen::moe_finalize_spec(shape, target), codegen::moe_weight_transform_spec(E, 2 * I, H, true, target),
-          codegen::moe_weight_transform_spec(E, H, I, false, target)};
-}
-
 void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptions& options, const MoeForwardArgs& a) {
   if (a.tokens < 1 || a.tokens > config.token_capacity)
     throw InvalidInput("tokens", fmt::format("tokens B = {} is outside the allowed range [1, {}] (token capacity)",
@@ -99,7 +48,7 @@ void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptio
                                             "pointer",
                                             field, p, alignment));
   };
-  if (options.input_bf16) {
+  if (options.codegen.input_bf16) {
     pointer("x_bf16", a.x_bf16, 16);
   } else {
     pointer("x_q", a.x_q, 16);

@@ -18,6 +18,7 @@ struct TensorMapKey {
   enum class Kind : std::uint8_t { weight_tile } kind = Kind::weight_tile;
   CUdeviceptr base = 0;
   std::uint64_t rows = 0;
+  std::uint32_t box_rows = 0;
   friend bool operator==(const TensorMapKey&, const TensorMapKey&) = default;
 };
 
@@ -29,8 +30,8 @@ class TensorMapCache {
  public:
   static TensorMapCache& global();
 
-  // The weight-tile map of encode_weight_tile_map(payload, rows), encoded on a miss.
-  TensorMapBlob weight_tile_map(CUdeviceptr payload, std::uint64_t rows);
+  // The weight-tile map of encode_weight_tile_map(payload, rows, box_rows), encoded on a miss.
+  TensorMapBlob weight_tile_map(CUdeviceptr payload, std::uint64_t rows, std::uint32_t box_rows);
 
   std::uint64_t hits() const;
   std::uint64_t misses() const;

@@ -1,79 +1,58 @@
 #pragma once
-// Role 2, compute: a persistent grid of resident CTAs walks one item list,
-// GEMM1 items (64 interleaved gate/up weight rows x one token tile) first,
-// then GEMM2 items (64 rows of H x one token tile). Swap-AB: weights on M,
-// tokens on N, so the weight pipeline never depends on the token count.
+// Role 2, compute: a persistent grid of resident CTAs runs GEMM1 (clamped
+// SwiGLU, MXFP8 requantization into the handoff) and GEMM2 (each route's BF16
+// output row into the combine arena) for every routed token.
 //
-// Warps 0-3 are math warps (one M16 slice each), warp 4 is the producer: the
-// weight tile arrives by TMA, its scale words and the gathered token rows by
-// bulk copies, all on one arrival barrier per stage.
-//
-// GEMM1 epilogue: clamped SwiGLU (BF16-rounded operands), route weight,
-// MXFP8 requantization per 32 intermediate columns (exactly this tile's
-// columns, thanks to the gate/up interleave), BF16 image into the handoff,
-// then a release-add on the expert's l1_done counter. A GEMM2 item's producer
-// acquires that counter before it reads the handoff. GEMM2 writes each
-// route's BF16 output row into the combine arena.
+// Swap-AB: weights on M (64-row tiles), tokens on N, so the weight stream
+// never depends on the token count. The schedule (moe_schedule.cuh) is
+// derived by every CTA from topk_ids, and every CTA streams the same number
+// of weight bytes. Warps:
+//   consumers: kGroups warpgroups, each the MMA atom's mainloop and the
+//        epilogues of kTiles / kGroups 64-row weight tiles of the item;
+//   then the weight producer warp: per K128 step, TMA boxes of the item's
+//        tiles (payloads + scale words), never waiting on anything but a free stage;
+//   and the activation producer warp: the token rows of the item (gathered by route,
+//        16-byte cp.async into the atom's layout), their scale words and the
+//        route ids; a GEMM2 step first waits until the GEMM1 tiles feeding
+//        its K128 block of the intermediate have been handed off.
+// The Atom (moe_atom_*.cuh) owns the math: operand reads, the K loop, when a
+// stage is released, the handoff format and the accumulator scale.
 
-#include "moe_atom_sm90.cuh"
+#include "moe_atom_sm90_bf16.cuh"
+#include "moe_atom_sm90_fp8.cuh"
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 #include "moe_atom_sm120.cuh"
 #endif
-#include "moe_ptx.cuh"
-#include "moe_workspace.cuh"
+#include "moe_pipeline.cuh"
+#include "moe_schedule.cuh"
 
 namespace moejit {
 
-constexpr int kComputeMathWarps = 4;
-constexpr int kComputeThreads = 32 * (kComputeMathWarps + 1);
-constexpr int kWeightTileBytes = 64 * 64;  // 64 rows x K128 nibbles
-
-// One pipeline stage: a K128 slice of the weight tile, its scale words, and
-// the token rows in the atom's staging format (padded rows: conflict-free ldmatrix).
-template <int kTileN, int kXRowBytes>
-struct ComputeStage {
-  u8 w[kWeightTileBytes];
-  u32 s[64];
-  u8 x[kTileN * kXRowBytes];
+// The kernel's formals (codegen::moe_compute_spec builds the entry from the
+// same fields, by name, in this order).
+struct ComputeParams {
+  const i32* topk_ids;        // [B][k]
+  const float* topk_weights;  // [B][k]
+  const u8* x_rows;           // GEMM1 activation rows: E4M3 [B][H] or the BF16 image [B][H]
+  const u32* x_scales;        // [B][H/128] UE8M0 words (fp8 atoms)
+  const void* w1_map;         // TMA over W1's step blobs [E][2I/128][H/128][2] (contract::weight_box_rows)
+  const void* w2_map;         // TMA over W2's step blobs [E][H/128][I/128][2]
+  u8* ws;                     // the workspace (contract::workspace_layout)
+  u32 tokens;
+  float clamp;
 };
-
-struct ComputeItem {
-  bool gemm2;
-  int active;  // active expert index
-  int expert;
-  int m_tile;  // 64-row weight tile
-  int rows;    // token columns in this item (<= tile_n)
-  int base;    // position of column 0 in the expert-sorted route list
-  int token_tiles;
-};
-
-template <int kTileN>
-__device__ ComputeItem decode_item(const MoeWorkspace& ws, int item, int n_active, int items1) {
-  ComputeItem it;
-  it.gemm2 = item >= items1;
-  const int* begin = it.gemm2 ? ws.item_begin2 : ws.item_begin1;
-  int lo = 0, hi = n_active - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (begin[mid] <= item)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  it.active = lo;
-  it.expert = ws.active_expert[lo];
-  const int expert_rows = ws.active_rows[lo];
-  it.token_tiles = (expert_rows + kTileN - 1) / kTileN;
-  const int local = item - begin[lo];
-  it.m_tile = local / it.token_tiles;
-  const int col0 = (local % it.token_tiles) * kTileN;
-  it.rows = min(kTileN, expert_rows - col0);
-  it.base = ws.active_base[lo] + col0;
-  return it;
-}
 
 __device__ __forceinline__ float round_bf16(float v) {
   return bf16_to_float(float_to_bf16_rne(v));
+}
+
+// 1/x for x >= 1 (x = 1 + e^-g): the hardware approximation and one Newton
+// step, which rounds like IEEE division but for about one input in 2^20 (one
+// ulp). rcp.rn.f32 is a helper call in relocatable code (see moe_schedule.cuh).
+__device__ __forceinline__ float reciprocal(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return x > 3.0e38f ? 0.0f : fmaf(r, fmaf(-x, r, 1.0f), r);  // 1/inf; NaN propagates
 }
 
 // act = g' * sigmoid(g') * u' with g' = min(g, c), u' = clamp(u, -c, c); c, g', u'
@@ -81,199 +60,436 @@ __device__ __forceinline__ float round_bf16(float v) {
 __device__ __forceinline__ float clamped_swiglu(float gate, float up, float clamp_bf16) {
   const float g = round_bf16(gate > clamp_bf16 ? clamp_bf16 : gate);
   const float u = round_bf16(up > clamp_bf16 ? clamp_bf16 : (up < -clamp_bf16 ? -clamp_bf16 : up));
-  const float sigmoid = 1.0f / (1.0f + expf(-g));
-  return g * sigmoid * u;
+  return g * reciprocal(1.0f + expf(-g)) * u;
 }
 
-template <int kHidden, int kInter, int kTopK, int kTileN, int kStages, class Atom>
-__device__ void moe_compute(const void* w1_map, const void* w2_map, const u32* __restrict__ w1_scales,
-                            const u32* __restrict__ w2_scales, const float* __restrict__ topk_weights, float clamp,
-                            const MoeWorkspace& ws) {
-  constexpr int kTiles1 = 2 * kInter / 64;                          // GEMM1 items per token tile of an expert
-  constexpr int kBlocks1 = kHidden / 128, kBlocks2 = kInter / 128;  // K128 steps
-  constexpr int kGroups = kTileN / 8;
-  using Stage = ComputeStage<kTileN, Atom::kXRowBytes>;
-  extern __shared__ __align__(128) u8 smem[];
-  Stage* stages = reinterpret_cast<Stage*>(smem);
-  u64* full = reinterpret_cast<u64*>(smem + kStages * sizeof(Stage));
-  u64* empty = full + kStages;
-  float* s_amax = reinterpret_cast<float*>(empty + kStages);  // [4][kTileN]
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
+          int kStages, int kGrid, class Atom>
+struct ComputeRole {
+  static constexpr int kPath = Atom::kPath;
+  static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
+  static constexpr contract::MoeDims kDims{kExperts, kTopK, kHidden, kInter, kCapacity, kPath};
+  static constexpr contract::ComputeSmemLayout kSmem =
+      contract::compute_smem_layout(kPath, kTiles, kTileN, kStages, kExperts);
+  static constexpr int kT = kTiles / kGroups;  // 64-row tiles per consumer warpgroup
+  static constexpr int kConsumerThreads = contract::consumer_threads(kGroups);
+  static constexpr int kThreads = contract::compute_threads(kGroups);
+  static constexpr int kWeightWarp = kConsumerThreads / 32, kActivationWarp = kWeightWarp + 1;
+  static constexpr contract::WorkspaceLayout kWs = contract::workspace_layout(kDims);
+  static constexpr int kChunkBytes = contract::x_chunk_bytes(kPath);
+  static constexpr int kChunks = kChunkBytes / 16;  // cp.async chunks of one token's K128 slice
+  static constexpr int kKb2 = kInter / 128;
+  static_assert(kKb2 <= 32, "GEMM2 readiness is tracked in a 32-bit mask of K128 blocks");
+  using Ring = StageRing<kPath, kTiles, kTileN, kStages>;
+  using Walker = SegmentWalker<kHidden, kInter, kTiles, kTileN, kGrid>;
+  using Shape = PhaseShape<kHidden, kInter, kTiles>;
+  static_assert(contract::compute_smem_valid(kPath, kGroups, kTiles, kTileN, kStages, kExperts), "compute SMEM layout");
+  static_assert(kExperts <= 2048, "the routing prologue packs active indices in 11 bits");
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], kComputeMathWarps);
-    }
-    fence_barrier_init();
-  }
-  __syncthreads();
-  // Everything below reads what the dispatch role wrote.
-  griddep_wait();
+  struct Workspace {
+    contract::MoeHeader* header;
+    int* ready;
+    u8* handoff;
+    u32* handoff_s;
+    u16* arena;
+    int* flags;
+    float* partials;
+  };
 
-  const int n_active = ws.header->n_active;
-  const int items1 = ws.header->items1;
-  const int items = items1 + ws.header->items2;
-  int stage = 0;
-  u32 phase = 0;
+  // Named barriers: 1 and 2 for each group's epilogue, 3 for all consumers (0 is __syncthreads).
+  static constexpr int kGroupBarrier = 1, kAllConsumersBarrier = 3;
 
-  if (warp == kComputeMathWarps) {
-    // ---------------- producer ----------------
-    if (lane == 0) {
-      prefetch_tensormap(w1_map);
-      prefetch_tensormap(w2_map);
-    }
-    constexpr int kRowsPerLane = (kTileN + 31) / 32;
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const ComputeItem it = decode_item<kTileN>(ws, item, n_active, items1);
-      if (it.gemm2) {
-        // The handoff rows of this expert are complete once every GEMM1 item released.
-        if (lane == 0) {
-          const int* done = ws.l1_done + it.active;
-          const int target = ws.l1_target[it.active];
-          // Monotone counter: wrap-safe comparison against this forward's target.
-          while (ld_acquire_gpu(done) - target < 0) __nanosleep(64);
-          fence_proxy_async_global();
-        }
-        __syncwarp();
-      }
-      const u8* row_src[kRowsPerLane];
-#pragma unroll
-      for (int r = 0; r < kRowsPerLane; ++r) {
-        const int col = lane + 32 * r;
-        row_src[r] = nullptr;
-        if (col < it.rows) {
-          const int pos = it.base + col;
-          row_src[r] = it.gemm2 ? Atom::template gemm2_row<kInter>(ws, pos)
-                                : Atom::template gemm1_row<kHidden>(ws, ws.route_slot[pos] / kTopK);
-        }
-      }
-      const int k_blocks = it.gemm2 ? kBlocks2 : kBlocks1;
-      const int n_rows = it.gemm2 ? kHidden : 2 * kInter;
-      const void* map = it.gemm2 ? w2_map : w1_map;
-      const u32* scales = it.gemm2 ? w2_scales : w1_scales;
-      for (int kb = 0; kb < k_blocks; ++kb) {
-        mbar_wait(&empty[stage], phase ^ 1u);
-        Stage& st = stages[stage];
-        const int row = (it.expert * k_blocks + kb) * n_rows + it.m_tile * 64;
-        if (lane == 0) {
-          mbar_expect_tx(&full[stage], kWeightTileBytes + 256 + Atom::kXChunkBytes * it.rows);
-          tma_load_2d(st.w, map, &full[stage], 0, row);
-          bulk_load(st.s, scales + row, 256, &full[stage]);
-        }
-        __syncwarp();
-#pragma unroll
-        for (int r = 0; r < kRowsPerLane; ++r)
-          if (row_src[r])
-            bulk_load(st.x + (lane + 32 * r) * Atom::kXRowBytes, row_src[r] + Atom::kXChunkBytes * kb,
-                      Atom::kXChunkBytes, &full[stage]);
-        if (++stage == kStages) stage = 0, phase ^= 1u;
-      }
-    }
-    return;
+  __device__ static Workspace workspace(u8* ws) {
+    return {reinterpret_cast<contract::MoeHeader*>(ws + kWs.header),
+            reinterpret_cast<int*>(ws + kWs.ready),
+            ws + kWs.handoff,
+            reinterpret_cast<u32*>(ws + kWs.handoff_s),
+            reinterpret_cast<u16*>(ws + kWs.arena),
+            reinterpret_cast<int*>(ws + kWs.fixed_bytes),
+            reinterpret_cast<float*>(ws + contract::partials_offset(kDims, kGrid))};
   }
 
-  // ---------------- math warps ----------------
-  const int g = lane / 4, t = lane % 4;
-  const float clamp_bf16 = round_bf16(clamp);
-  for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const ComputeItem it = decode_item<kTileN>(ws, item, n_active, items1);
-    const int groups = (it.rows + 7) / 8;
-    float acc[kGroups][4];
+  // ---------------------------------------------------------------- producers
+  __device__ static void weight_producer(const ComputeParams& p, const Ring& ring, Walker walker) {
+    if (threadIdx.x % 32 != 0) return;
+    prefetch_tensormap(p.w1_map);
+    prefetch_tensormap(p.w2_map);
+    const u64 policy = evict_first_policy();
+    StageCursor<kStages> cur;
+    Segment sg;
+    while (walker.next(sg)) {
+      const void* map = sg.phase ? p.w2_map : p.w1_map;
+      const int n_rows = sg.phase ? kHidden : 2 * kInter, k = sg.phase ? kInter : kHidden;
+      for (int kb = sg.k0; kb < sg.k1; ++kb) {
+        mbar_wait(&ring.empty[cur.stage], cur.phase ^ 1u);
+        mbar_expect_tx(&ring.full_w[cur.stage], Ring::kWBytes);
+        // The item's kTiles 64-row tiles: one box per adjacent pair (contract::weight_box_rows).
+        constexpr int kBoxes = kTiles >= 2 ? kTiles / 2 : 1, kBoxTiles = kTiles >= 2 ? 2 : 1;
 #pragma unroll
-    for (int ng = 0; ng < kGroups; ++ng) acc[ng][0] = acc[ng][1] = acc[ng][2] = acc[ng][3] = 0.0f;
-
-    const int k_blocks = it.gemm2 ? kBlocks2 : kBlocks1;
-    typename Atom::template Columns<kGroups> columns;
-    Atom::template load_columns<kHidden, kInter, kTopK>(columns, ws, it.base, it.rows, it.gemm2);
-    for (int kb = 0; kb < k_blocks; ++kb) {
-      mbar_wait(&full[stage], phase);
-      const Stage& st = stages[stage];
-      const int row_lo = 16 * warp + g;
-      const uint4 w_lo = *reinterpret_cast<const uint4*>(st.w + row_lo * 64 + t * 16);
-      const uint4 w_hi = *reinterpret_cast<const uint4*>(st.w + (row_lo + 8) * 64 + t * 16);
-      Atom::template k128_step<kGroups>(acc, w_lo, w_hi, st.s[row_lo], st.s[row_lo + 8], st.x, groups, columns, kb);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[stage]);
-      if (++stage == kStages) stage = 0, phase ^= 1u;
+        for (int b = 0; b < kBoxes; ++b) {
+          const long long row = contract::weight_step_offset(sg.expert, sg.mt * kTiles + kBoxTiles * b, kb, n_rows, k) /
+                                contract::kWeightMapRowBytes;
+          tma_load_2d_hint(ring.w + cur.stage * Ring::kWBytes + b * kBoxTiles * contract::kWeightStepBytes, map,
+                           &ring.full_w[cur.stage], 0, int(row), policy);
+        }
+        cur.advance();
+      }
     }
+  }
 
-    if (!it.gemm2) {
-      // Rows g / g+8 of this warp's slice are gate / up of intermediate column i.
-      const int i = it.m_tile * 32 + warp * 8 + g;
-      float a[kGroups][2];
+  // The activation warp's copies of one token tile, fixed while the walker
+  // stays on it: per pass q, this lane's 16-byte chunk c of column
+  // n = q * kColsPerPass + lane / kChunks (its source at K128 step 0, or null
+  // past the tile's rows), and the scale-record source of columns lane and
+  // lane + 32. Derived once per tile, so a stage costs one cp.async per pass.
+  static constexpr int kColsPerPass = 32 / kChunks;
+  static constexpr int kPasses = (kTileN + kColsPerPass - 1) / kColsPerPass;
+  static constexpr int kColGroups = (kTileN + 31) / 32;
+  struct TileCopies {
+    const u8* src[kPasses];
+    const u32* scale_src[kColGroups];
+    int route[kColGroups];  // the routes of columns lane and lane + 32, -1 where none
+  };
+
+  __device__ static void tile_copies(TileCopies& tc, const ComputeParams& p, const Workspace& ws, const Segment& sg) {
+    const int lane = threadIdx.x % 32;
+    int route0, route1;
+    tile_routes(p.topk_ids, int(p.tokens) * kTopK, sg.expert, sg.j * kTileN, sg.rows, route0, route1);
 #pragma unroll
-      for (int ng = 0; ng < kGroups; ++ng) {
+    for (int q = 0; q < kPasses; ++q) {
+      const int n = q * kColsPerPass + lane / kChunks;
+      // Every lane offers both of its routes; the reader picks the one of column n.
+      const int r0 = __shfl_sync(0xFFFFFFFFu, route0, n % 32), r1 = __shfl_sync(0xFFFFFFFFu, route1, n % 32);
+      tc.src[q] = n < sg.rows ? row_source(p, ws, sg.phase, n < 32 ? r0 : r1) + (lane % kChunks) * 16 : nullptr;
+    }
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int col = ng * 8 + 2 * t + h;
-          a[ng][h] = 0.0f;
-          if (col < it.rows) {
-            const float weight = topk_weights[ws.route_slot[it.base + col]];
-            a[ng][h] = clamped_swiglu(acc[ng][h], acc[ng][2 + h], clamp_bf16) * weight;
+    for (int h = 0; h < kColGroups; ++h) {
+      const int n = lane + 32 * h, r = h ? route1 : route0;
+      tc.route[h] = n < sg.rows ? r : -1;
+      // GEMM1: the caller's read-only x_scales words; GEMM2: the handoff's records.
+      tc.scale_src[h] = sg.phase == 0 ? p.x_scales + u64(r / kTopK) * (kHidden / 128)
+                                      : ws.handoff_s + u64(r) * kKb2 * (contract::kScaleRecordBytes / 4);
+    }
+  }
+
+  __device__ static void activation_producer(const ComputeParams& p, const Ring& ring, Walker walker,
+                                             const Workspace& ws, const RouteTables& t) {
+    const int lane = threadIdx.x % 32;
+    // Activation rows may come from the dispatch role (BF16 input, the exact path's BF16 image).
+    griddep_wait();
+    StageCursor<kStages> cur;
+    Segment sg;
+    int cached_phase = -1, cached_a = -1, cached_j = -1;
+    TileCopies tc;
+    int ready_a = -1;
+    u32 ready_mask = 0;  // GEMM2: the K128 blocks of active expert ready_a known to be handed off (I/128 <= 32)
+    while (walker.next(sg)) {
+      if (sg.phase != cached_phase || sg.a != cached_a || sg.j != cached_j) {
+        tile_copies(tc, p, ws, sg);
+        cached_phase = sg.phase, cached_a = sg.a, cached_j = sg.j;
+      }
+      const int tiles = t.tile0[sg.a + 1] - t.tile0[sg.a];
+      for (int k = sg.k0; k < sg.k1; ++k) {
+        if (sg.phase == 1 && (sg.a != ready_a || !(ready_mask >> k & 1u))) {
+          // GEMM2's K128 block k needs the four 64-row GEMM1 tiles of its 128 intermediate columns, per token tile.
+          if (lane == 0) {
+            while (ld_acquire_gpu(ws.ready + sg.a * kKb2 + k) < 4 * tiles) __nanosleep(32);
           }
-          float m = fabsf(a[ng][h]);
+          __syncwarp();
+          if (sg.a != ready_a) ready_a = sg.a, ready_mask = 0;
+          ready_mask |= 1u << k;
+        }
+        const int s = cur.stage;
+        mbar_wait(&ring.empty[s], cur.phase ^ 1u);
+        u8* tile = ring.x_tile(s);
+#pragma unroll
+        for (int q = 0; q < kPasses; ++q) {
+          if (q * kColsPerPass >= sg.rows) break;  // warp-uniform: small B stages a row or two
+          if (tc.src[q])
+            cp_async_16(tile + Atom::x_chunk_offset(q * kColsPerPass + lane / kChunks, lane % kChunks),
+                        tc.src[q] + k * kChunkBytes);
+        }
+#pragma unroll
+        for (int h = 0; h < kColGroups; ++h) {
+          const int n = lane + 32 * h;
+          if (n < kTileN) {
+            if (kFp8Rows && tc.route[h] >= 0) {
+              if (sg.phase == 0)
+                cp_async_4(ring.x_scale_record(s, n), tc.scale_src[h] + k);
+              else
+                cp_async_16(ring.x_scale_record(s, n), tc.scale_src[h] + k * (contract::kScaleRecordBytes / 4));
+            }
+            ring.route[s * kTileN + n] = tc.route[h];
+          }
+        }
+        cp_async_track(&ring.full_x[s]);
+        mbar_arrive(&ring.full_x[s]);
+        cur.advance();
+      }
+    }
+  }
+
+  __device__ static const u8* row_source(const ComputeParams& p, const Workspace& ws, int phase, int route) {
+    if (phase == 0) return p.x_rows + u64(route / kTopK) * kHidden * (kChunkBytes / 128);
+    return ws.handoff + u64(route) * contract::handoff_row_bytes(kPath, kInter);
+  }
+
+  // ----------------------------------------------------------------- consumer
+  __device__ static void consumer(const ComputeParams& p, const Ring& ring, Walker walker, const Workspace& ws,
+                                  float* s_amax, int tag) {
+    StageCursor<kStages> cur;
+    Segment sg;
+    while (walker.next(sg)) {
+      const int rows = warp_uniform(sg.rows);
+      if (rows <= 8)
+        segment<8>(p, ring, cur, walker, sg, ws, s_amax, tag);
+      else if (kTileN >= 16 && rows <= 16)
+        segment<(kTileN >= 16 ? 16 : 8)>(p, ring, cur, walker, sg, ws, s_amax, tag);
+      else if (kTileN >= 32 && rows <= 32)
+        segment<(kTileN >= 32 ? 32 : 8)>(p, ring, cur, walker, sg, ws, s_amax, tag);
+      else
+        segment<(kTileN >= 64 ? 64 : 8)>(p, ring, cur, walker, sg, ws, s_amax, tag);
+    }
+  }
+
+  template <int N>
+  __device__ static void segment(const ComputeParams& p, const Ring& ring, StageCursor<kStages>& cur,
+                                 const Walker& walker, const Segment& sg, const Workspace& ws, float* s_amax, int tag) {
+    const int lane = threadIdx.x % 32, t = lane % 4;
+    // The route of each of this thread's token columns 8i + 2t + q, from the
+    // segment's first stage (waiting is idempotent: the stage cannot move on
+    // before this warp releases it).
+    mbar_wait(&ring.full_x[cur.stage], cur.phase);
+    int route[N / 4];
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) route[2 * i + q] = ring.routes(cur.stage)[8 * i + 2 * t + q];
+
+    float acc[kT][N / 2];
+#pragma unroll
+    for (int u = 0; u < kT; ++u)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) acc[u][i] = 0.0f;
+    Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
+
+    const int kbs = Shape::kb(sg.phase);
+    const int slot = sg.phase * kGrid;
+    constexpr int kSlotFloats = int(contract::partial_slot_floats());
+    if (sg.k0 > 0) {
+      // A later piece of an item: leave the partial sums for its owner.
+      float* mine = ws.partials + u64(slot + blockIdx.x) * kSlotFloats + threadIdx.x * (contract::kMaxTileN / 2);
+#pragma unroll
+      for (int u = 0; u < kT; ++u)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) mine[u * (N / 2) + i] = acc[u][i];
+      __threadfence();
+      named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
+      if (threadIdx.x == 0) st_release_gpu(ws.flags + slot + blockIdx.x, tag);
+      return;
+    }
+    if (sg.k1 < kbs) {
+      // The owner of an item cut by its share: add the later pieces in step
+      // order, from the CTAs that ran them first thing in their shares.
+      const long long item_end = (sg.item + 1) * kbs;
+      for (int b = blockIdx.x + 1; b < kGrid; ++b) {
+        const long long lo = walker.share(sg.phase, b);
+        if (lo >= item_end) break;
+        if (walker.share(sg.phase, b + 1) == lo) continue;  // an empty share
+        if (threadIdx.x == 0)
+          while (ld_acquire_gpu(ws.flags + slot + b) != tag) __nanosleep(64);
+        named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
+        const float* theirs = ws.partials + u64(slot + b) * kSlotFloats + threadIdx.x * (contract::kMaxTileN / 2);
+#pragma unroll
+        for (int u = 0; u < kT; ++u)
+#pragma unroll
+          for (int i = 0; i < N / 2; ++i) acc[u][i] += ld_cg(theirs + u * (N / 2) + i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kT; ++u)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) acc[u][i] *= Atom::kAccScale;
+    if (sg.phase == 0)
+      gemm1_epilogue<N>(p, sg, ws, route, acc, s_amax);
+    else
+      gemm2_epilogue<N>(sg, ws, route, acc);
+  }
+
+  // Rows g / g+8 of warp w's slice of each of the warpgroup's tiles are gate
+  // / up of intermediate column 32 * tile + 8w + g: clamped SwiGLU, route
+  // weight, MXFP8 requantization per token column over the tile's 32 columns
+  // (one K32 block of GEMM2); then each tile is released to GEMM2 on its K128
+  // block of I.
+  template <int N>
+  __device__ static void gemm1_epilogue(const ComputeParams& p, const Segment& sg, const Workspace& ws,
+                                        const int (&route)[N / 4], const float (&acc)[kT][N / 2], float* s_amax) {
+    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const float clamp_bf16 = round_bf16(p.clamp);
+    float weight[N / 4];
+#pragma unroll
+    for (int c = 0; c < N / 4; ++c) {
+      const int col = 8 * (c / 2) + 2 * t + c % 2;
+      weight[c] = col < sg.rows ? p.topk_weights[route[c]] : 0.0f;
+    }
+    float v[kT][N / 4];
+#pragma unroll
+    for (int u = 0; u < kT; ++u) {
+      float* amax_of = s_amax + (group * kT + u) * contract::kConsumerWarps * kTileN;
+#pragma unroll
+      for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int col = 8 * i + 2 * t + q;
+          float a = 0.0f;
+          if (col < sg.rows)
+            a = clamped_swiglu(acc[u][4 * i + q], acc[u][4 * i + 2 + q], clamp_bf16) * weight[2 * i + q];
+          v[u][2 * i + q] = a;
+          float m = fabsf(a);
           m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 4));
           m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 8));
           m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 16));
-          if (g == 0) s_amax[warp * kTileN + col] = m;
+          if (g == 0) amax_of[warp * kTileN + col] = m;
         }
-      }
-      named_barrier_sync(1, 32 * kComputeMathWarps);
+    }
+    named_barrier_sync(kGroupBarrier + group, 128);
 #pragma unroll
-      for (int ng = 0; ng < kGroups; ++ng) {
+    for (int u = 0; u < kT; ++u) {
+      const float* amax_of = s_amax + (group * kT + u) * contract::kConsumerWarps * kTileN;
+      const int i_col = (sg.mt * kTiles + group * kT + u) * 32 + warp * 8 + g;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int col = ng * 8 + 2 * t + h;
-          if (col >= it.rows) continue;
-          float amax = s_amax[col];
+      for (int i = 0; i < N / 8; ++i)
 #pragma unroll
-          for (int w = 1; w < kComputeMathWarps; ++w) amax = fmaxf(amax, s_amax[w * kTileN + col]);
+        for (int q = 0; q < 2; ++q) {
+          const int col = 8 * i + 2 * t + q;
+          if (col >= sg.rows) continue;
+          float amax = amax_of[col];
+#pragma unroll
+          for (int w = 1; w < contract::kConsumerWarps; ++w) amax = fmaxf(amax, amax_of[w * kTileN + col]);
           const u32 code = mx_e4m3_scale_code(amax);
-          const u32 q = float2_to_e4m3x2(a[ng][h] * exact_pow2(127 - int(code)), 0.0f) & 0xFFu;
-          Atom::template store_handoff<kInter>(ws, it.base + col, i, q, code, warp == 0 && g == 0);
+          const u32 q8 = float2_to_e4m3x2(v[u][2 * i + q] * exact_pow2(127 - int(code)), 0.0f) & 0xFFu;
+          store_handoff(ws, route[2 * i + q], i_col, q8, code, warp == 0 && g == 0);
         }
-      }
-      __threadfence();
-      fence_proxy_async_global();
-      named_barrier_sync(1, 32 * kComputeMathWarps);
-      if (threadIdx.x == 0) red_release_gpu_add(ws.l1_done + it.active, 1);
+    }
+    __threadfence();
+    named_barrier_sync(kGroupBarrier + group, 128);
+    if (threadIdx.x % 128 == 0)
+#pragma unroll
+      for (int u = 0; u < kT; ++u)
+        red_release_gpu_add(ws.ready + sg.a * kKb2 + (sg.mt * kTiles + group * kT + u) / 4, 1);
+  }
+
+  __device__ static void store_handoff(const Workspace& ws, int route, int i, u32 q8, u32 code, bool block_owner) {
+    if constexpr (kFp8Rows) {
+      ws.handoff[u64(route) * kInter + i] = u8(q8);
+      if (block_owner)
+        reinterpret_cast<u8*>(
+            ws.handoff_s)[(u64(route) * kKb2 + i / 128) * contract::kScaleRecordBytes + (i / 32) % 4] = u8(code);
     } else {
-      const int h_row = it.m_tile * 64 + warp * 16 + g;
-#pragma unroll
-      for (int ng = 0; ng < kGroups; ++ng) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int col = ng * 8 + 2 * t + h;
-          if (col >= it.rows) continue;
-          u16* out = ws.arena + u64(ws.route_slot[it.base + col]) * kHidden;
-          out[h_row] = float_to_bf16_rne(acc[ng][h]);
-          out[h_row + 8] = float_to_bf16_rne(acc[ng][2 + h]);
-        }
-      }
+      reinterpret_cast<u16*>(ws.handoff)[u64(route) * kInter + i] = mxfp8_to_bf16(q8, code);
     }
   }
-  // The finalize role may launch once every CTA is past its items (it still
-  // waits for this grid's completion). Earlier, its CTAs would sit on the SMs
-  // through the whole mainloop: measured 1-4% slower at B = 256.
-  griddep_launch_dependents();
-}
 
-template <int kHidden, int kInter, int kTopK, int kTileN, int kStages>
-__device__ void moe_compute_sm90_entry(const void* w1_map, const void* w2_map, const u32* w1_scales,
-                                       const u32* w2_scales, const float* topk_weights, float clamp,
-                                       MOEJIT_WORKSPACE_FORMALS) {
-  moe_compute<kHidden, kInter, kTopK, kTileN, kStages, AtomSm90>(w1_map, w2_map, w1_scales, w2_scales, topk_weights,
-                                                                 clamp, MOEJIT_WORKSPACE_STRUCT);
-}
+  // Rows h and h+8 of each route's output row, in BF16.
+  template <int N>
+  __device__ static void gemm2_epilogue(const Segment& sg, const Workspace& ws, const int (&route)[N / 4],
+                                        const float (&acc)[kT][N / 2]) {
+    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int u = 0; u < kT; ++u) {
+      const int h = (sg.mt * kTiles + group * kT + u) * 64 + warp * 16 + g;
+#pragma unroll
+      for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int col = 8 * i + 2 * t + q;
+          if (col >= sg.rows) continue;
+          u16* out = ws.arena + u64(route[2 * i + q]) * kHidden;
+          out[h] = float_to_bf16_rne(acc[u][4 * i + q]);
+          out[h + 8] = float_to_bf16_rne(acc[u][4 * i + 2 + q]);
+        }
+    }
+  }
 
+  // --------------------------------------------------------------------- run
+  __device__ static void run(const ComputeParams& p) {
+    extern __shared__ __align__(1024) u8 smem[];
+    // The 128B swizzle atom needs 1024-byte aligned X tiles, and the schedule the planned grid.
+    if (threadIdx.x == 0 && ((smem_addr(smem) & 1023u) != 0 || gridDim.x != kGrid)) __trap();
+    const Ring ring{smem + kSmem.x,
+                    smem + kSmem.w,
+                    reinterpret_cast<u32*>(smem + kSmem.xs),
+                    reinterpret_cast<int*>(smem + kSmem.route),
+                    reinterpret_cast<u64*>(smem + kSmem.full_w),
+                    reinterpret_cast<u64*>(smem + kSmem.full_x),
+                    reinterpret_cast<u64*>(smem + kSmem.empty)};
+    int* s_scratch = reinterpret_cast<int*>(smem + kSmem.scratch);
+    const Workspace ws = workspace(p.ws);
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < kStages; ++s) {
+        mbar_init(&ring.full_w[s], 1);
+        mbar_init(&ring.full_x[s], 32);  // each producer lane, once its copies are issued and route ids stored
+        mbar_init(&ring.empty[s], contract::kConsumerWarps * kGroups);
+      }
+      fence_barrier_init();
+      s_scratch[63] = ws.header->epoch + 1;  // this forward's tag
+    }
+    const RouteTables tables = route_tables<kExperts, kTileN, kThreads>(
+        p.topk_ids, int(p.tokens) * kTopK, reinterpret_cast<unsigned*>(smem + kSmem.counts),
+        reinterpret_cast<unsigned*>(s_scratch), reinterpret_cast<int*>(smem + kSmem.active),
+        reinterpret_cast<int*>(smem + kSmem.count), reinterpret_cast<int*>(smem + kSmem.tile0));
+    const int tag = s_scratch[63];
+    const Walker walker(&tables, blockIdx.x);
+    const int warp = warp_uniform(threadIdx.x / 32);
+    if (warp == kWeightWarp)
+      weight_producer(p, ring, walker);
+    else if (warp == kActivationWarp)
+      activation_producer(p, ring, walker, ws, tables);
+    else
+      consumer(p, ring, walker, ws, reinterpret_cast<float*>(smem + kSmem.amax), tag);
+
+    // The last CTA out resets the GEMM2 readiness counters and advances the
+    // epoch, so the next forward (stream-ordered after this grid) starts clean.
+    // (The producer warps ran their loops on lane 0 alone: reconverge them for the aligned barrier.)
+    __syncwarp();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      s_scratch[62] = atomicAdd(&ws.header->done, 1) == kGrid - 1;
+    }
+    __syncthreads();
+    if (s_scratch[62]) {
+      __threadfence();
+      for (int i = threadIdx.x; i < tables.n_active * kKb2; i += blockDim.x) ws.ready[i] = 0;
+      if (threadIdx.x == 0) {
+        ws.header->done = 0;
+        ws.header->epoch = ws.header->epoch + 1;
+      }
+      __threadfence();
+    }
+    griddep_launch_dependents();
+  }
+};
+
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
+          int kStages, int kGrid>
+__device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
+  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, AtomSm90Fp8>::run(
+      p);
+}
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
+          int kStages, int kGrid>
+__device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
+  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, AtomSm90Bf16>::run(
+      p);
+}
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
-template <int kHidden, int kInter, int kTopK, int kTileN, int kStages>
-__device__ void moe_compute_sm120_entry(const void* w1_map, const void* w2_map, const u32* w1_scales,
-                                        const u32* w2_scales, const float* topk_weights, float clamp,
-                                        MOEJIT_WORKSPACE_FORMALS) {
-  moe_compute<kHidden, kInter, kTopK, kTileN, kStages, AtomSm120>(w1_map, w2_map, w1_scales, w2_scales, topk_weights,
-                                                                  clamp, MOEJIT_WORKSPACE_STRUCT);
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
+          int kStages, int kGrid>
+__device__ void moe_compute_sm120(const ComputeParams& p) {
+  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, AtomSm120>::run(p);
 }
 #endif
 

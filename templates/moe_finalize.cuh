@@ -1,21 +1,28 @@
 #pragma once
 // Role 3, finalize: y[t] = BF16(sum over j of the k BF16 route rows, in FP32,
-// in slot order j = 0..k-1). A token with a poisoned route becomes NaN.
+// in slot order j = 0..k-1). A token with a route outside [0, E) has no row
+// and becomes NaN: it never reads a neighbour's.
 
+#include "moe_contract.cuh"
 #include "moe_ptx.cuh"
-#include "moe_workspace.cuh"
 
 namespace moejit {
 
-template <int kHidden, int kTopK>
-__device__ void moe_finalize(u16* __restrict__ y, u32 tokens, const MoeWorkspace& ws) {
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath>
+__device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, const u8* ws) {
+  griddep_wait();  // the arena rows are the compute role's
+  constexpr contract::WorkspaceLayout l =
+      contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath});
+  const u16* arena = reinterpret_cast<const u16*>(ws + l.arena);
   const u32 chunks = tokens * (kHidden / 8);
   for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
     const u32 token = c / (kHidden / 8), h = (c % (kHidden / 8)) * 8;
+    bool poison = false;
     float sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
     for (int j = 0; j < kTopK; ++j) {
-      const uint4 v = *reinterpret_cast<const uint4*>(ws.arena + (u64(token) * kTopK + j) * kHidden + h);
+      poison |= unsigned(topk_ids[u64(token) * kTopK + j]) >= unsigned(kExperts);
+      const uint4 v = *reinterpret_cast<const uint4*>(arena + (u64(token) * kTopK + j) * kHidden + h);
       const u32 words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -23,7 +30,6 @@ __device__ void moe_finalize(u16* __restrict__ y, u32 tokens, const MoeWorkspace
         sum[2 * i + 1] += bf16_to_float(words[i] >> 16);
       }
     }
-    const bool poison = ws.token_poison[token] != 0;
     u32 out[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -33,12 +39,6 @@ __device__ void moe_finalize(u16* __restrict__ y, u32 tokens, const MoeWorkspace
     }
     *reinterpret_cast<uint4*>(y + u64(token) * kHidden + h) = make_uint4(out[0], out[1], out[2], out[3]);
   }
-}
-
-template <int kHidden, int kTopK>
-__device__ void moe_finalize_entry(u16* y, u32 tokens, MOEJIT_WORKSPACE_FORMALS) {
-  griddep_wait();  // the arena rows are the compute role's
-  moe_finalize<kHidden, kTopK>(y, tokens, MOEJIT_WORKSPACE_STRUCT);
 }
 
 }  // namespace moejit

@@ -21,12 +21,17 @@ __device__ __forceinline__ void mbar_expect_tx(u64* bar, u32 bytes) {
 __device__ __forceinline__ void mbar_arrive(u64* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
+// With a suspend-time hint the waiting warp sleeps until the phase completes
+// (or the hint's 0.1 ms pass) instead of spinning: a producer that spun here
+// issued 14% of the compute role's instructions (ncu, exact path, B = 256),
+// slots its consumers' issue-bound loops needed.
 __device__ __forceinline__ bool mbar_try_wait(u64* bar, u32 phase) {
   u32 done;
-  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done)
-               : "r"(smem_addr(bar)), "r"(phase)
-               : "memory");
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, 100000;\n selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(phase)
+      : "memory");
   return done != 0;
 }
 __device__ __forceinline__ void mbar_wait(u64* bar, u32 phase) {
@@ -48,27 +53,55 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* tmap, u64* ba
       "l"(tmap), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
-// Contiguous global -> shared copy of `bytes` (multiple of 16), completing on `bar`.
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, u32 bytes, u64* bar) {
+// The same with an L2 cache policy (createpolicy).
+__device__ __forceinline__ void tma_load_2d_hint(void* dst, const void* tmap, u64* bar, int c0, int c1, u64 policy) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, "
+      "%4}], [%2], %5;" ::"r"(smem_addr(dst)),
+      "l"(tmap), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "l"(policy)
       : "memory");
+}
+__device__ __forceinline__ u64 evict_first_policy() {
+  u64 policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+// Per-thread 16-byte (L2 only) and 4-byte global -> shared copies. Their
+// completion is signalled to an mbarrier by cp_async_track.
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+// Holds `bar`'s current phase open until this thread's earlier cp.async
+// copies have landed (without .noinc: a net-zero arrival, so the thread still
+// arrives itself).
+__device__ __forceinline__ void cp_async_track(u64* bar) {
+  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 __device__ __forceinline__ void prefetch_tensormap(const void* tmap) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
 }
 
-// ---- fences and counters --------------------------------------------------
-// Generic-proxy writes by other CTAs, made visible through an acquire, are
-// about to be read by the bulk copy engine (async proxy).
-__device__ __forceinline__ void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;" ::: "memory");
-}
 __device__ __forceinline__ int ld_acquire_gpu(const int* p) {
   int v;
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+// A load that skips L1: data another SM wrote after this SM may have cached the line.
+__device__ __forceinline__ float ld_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void st_release_gpu(int* p, int v) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// Shared memory written by the generic proxy (cp.async, st.shared) is about
+// to be read by the async proxy (wgmma operands).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 __device__ __forceinline__ void red_release_gpu_add(int* p, int v) {
   asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -83,6 +116,12 @@ __device__ __forceinline__ void griddep_wait() {
 __device__ __forceinline__ void griddep_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" :::);
 }
+// A value every lane of the warp holds, as lane 0's: ptxas can then prove a
+// branch on it warp-uniform, which it requires around wgmma (a branch it
+// cannot prove uniform makes it serialize every wgmma of the kernel).
+__device__ __forceinline__ int warp_uniform(int v) {
+  return __shfl_sync(0xFFFFFFFFu, v, 0);
+}
 __device__ __forceinline__ void named_barrier_sync(u32 id, u32 threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
@@ -94,8 +133,9 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* row_addr) {
                : "r"(smem_addr(row_addr)));
 }
 
-// D += A (16x16 bf16, row) * B (16x8 bf16, col), FP32 accumulate.
-__device__ __forceinline__ void mma_bf16_m16n8k16(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+// D += A (16x16 bf16, row) * B (16x8 bf16, col), FP32 accumulate; d points at the
+// four accumulators of one n8 group (callers index register arrays with constants).
+__device__ __forceinline__ void mma_bf16_m16n8k16(float* d, const u32 (&a)[4], u32 b0, u32 b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};"

@@ -18,7 +18,7 @@
 
 #include "cache/sha256.hpp"
 #include "codegen/smoke_kernel.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 
 using namespace moejit;
 
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   // Toolchain probing (NVRTC) happens before the start line, so that the
   // processes really race on the cache and not on start-up.
   const codegen::KernelSpec spec = codegen::smoke_kernel_spec(*codegen::parse_target(target));
-  const std::string expected_key = runtime::cache_key(spec);
+  const std::string expected_key = jit::cache_key(spec);
   if (!ready.empty()) std::fclose(std::fopen(ready.c_str(), "w"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!go.empty() && access(go.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < deadline)
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   };
   nlohmann::json out;
   {
-    runtime::KernelCache kc(config);
+    jit::KernelCache kc(config);
     cache::Source source;
     const auto k = kc.get_or_build(spec, &source);
     out = {{"pid", getpid()},

@@ -11,7 +11,7 @@
 #include "cache/fs_util.hpp"
 #include "cache/json_diff.hpp"
 #include "codegen/compiler_identity.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 #include "tools/cache_config.hpp"
 #include "tools/cache_format.hpp"
 #include "tools/cli_args.hpp"
@@ -145,13 +145,13 @@ void check_importable(const std::string& file, const cache::BundleEntry& e) {
     throw std::runtime_error(fmt::format(
         "refusing {}: {} was built by another toolkit: compiler identity field '{}' is {} in the bundle but {} here",
         file, who, d->path, d->left, d->right));
-  if (const std::string key = runtime::cache_key(spec); key != e.key)
+  if (const std::string key = jit::cache_key(spec); key != e.key)
     throw std::runtime_error(fmt::format(
         "refusing {}: {} has key {} but this moejit keys its spec as {} (different templates or PTX pass pipeline)",
         file, who, e.key.substr(0, 16), key.substr(0, 16)));
   // What every load will require: an entry that passes its checksums but could
   // never be loaded (no files, no resources...) is refused here, not later.
-  if (const cache::EntryVerdict v = runtime::check_kernel_entry(e.key, e.entry); !v.problem.empty())
+  if (const cache::EntryVerdict v = jit::check_kernel_entry(e.key, e.entry); !v.problem.empty())
     throw std::runtime_error(fmt::format("refusing {}: {}: {}", file, who, v.problem));
 }
 
@@ -246,7 +246,7 @@ int cmd_cache(int argc, char** argv) {
   if (args.has("remove") && sub != "verify") throw UsageError("--remove applies to `cache verify` only");
 
   cache::Config config = disk_cache_config();
-  config.check = runtime::check_kernel_entry;
+  config.check = jit::check_kernel_entry;
   cache::Cache store(config);
   if (sub == "ls") return cache_ls(store.disk(), config);
   if (sub == "verify") return cache_verify(store.disk(), args.has("remove"));

@@ -7,8 +7,8 @@
 #include "codegen/compiler_identity.hpp"
 #include "codegen/nvjitlink_linker.hpp"
 #include "codegen/smoke_kernel.hpp"
+#include "jit/kernel_builder.hpp"
 #include "runtime/device.hpp"
-#include "runtime/kernel_builder.hpp"
 #include "tools/cache_config.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/commands.hpp"
@@ -34,7 +34,7 @@ int cmd_doctor(int argc, char** argv) {
   for (codegen::Target t : codegen::all_targets()) {
     std::string status = "ok";
     try {
-      runtime::build_kernel(codegen::smoke_kernel_spec(t));
+      jit::build_kernel(codegen::smoke_kernel_spec(t));
     } catch (const std::exception& e) {
       status = fmt::format("cannot build ({})", e.what());
     }

@@ -5,6 +5,7 @@
 // command line. A kernel source (a model configuration, later) only needs to
 // produce a KernelSpec and call inspect_spec().
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,31 +15,76 @@
 #include <cstring>
 
 #include "codegen/builtin_kernels.hpp"
-#include "runtime/kernel_builder.hpp"
+#include "codegen/moe_kernels.hpp"
+#include "jit/kernel_builder.hpp"
 #include "tools/cli_args.hpp"
+#include "tools/codegen_flags.hpp"
 #include "tools/commands.hpp"
 #include "tools/inspect_report.hpp"
+#include "tools/precompile.hpp"
 
 namespace moejit::tools {
 namespace {
 const std::vector<OptionSpec>& inspect_options() {
-  static const std::vector<OptionSpec> options = {
-      {"kernel", true, "a built-in kernel: " + codegen::builtin_kernel_names(), "NAME"},
-      {"ptx", true, "a PTX file (from any frontend) instead of a built-in kernel", "FILE"},
-      {"target", true, "the target: " + codegen::target_names() + " (required)", "T"},
-      {"stage", true, "what to print: source, ptx, passes (default), final, resources, all", "S"},
-      {"dump-dir", true, "also write every stage to files in DIR", "DIR"},
-      {"maxnreg", true, "occupancy: pin .maxnreg to N registers", "N"},
-      {"minnctapersm", true, "occupancy: rewrite .minnctapersm to N", "N"},
-      {"version-cap", true, "version: cap .version at X.Y (default: what the loaded nvJitLink reads)", "X.Y"},
-      {"version-toolchain", true, "version: apply the cap only to PTX from toolchain release R (e.g. 13.2)", "R"},
-      {"tensormap", true, "--ptx: make formal NAME a by-value TensorMap read by USES instructions (default 1)",
-       "NAME[:USES]", true},
-      {"require", true, "--ptx: validate that an instruction with this opcode prefix is present", "OPCODE", true},
-      {"entry", true, "--ptx: the entry the options apply to (default: the module's only entry)", "NAME"},
-      {"help", false, "this text"},
-  };
+  static const std::vector<OptionSpec> options = [] {
+    std::vector<OptionSpec> o = {
+        {"kernel", true, "a built-in kernel: " + codegen::builtin_kernel_names(), "NAME"},
+        {"model", true, "an MoE layer's kernel: built-in model glm5.2 or dsv4.1-flash (with --batch and --role)", "M"},
+        {"batch", true, "with --model: the forward's tokens B (default 8)", "B"},
+        {"role", true, "with --model: dispatch, compute (default), finalize, transform (W1) or transform-w2", "R"},
+        {"ptx", true, "a PTX file (from any frontend) instead of a built-in kernel", "FILE"},
+        {"target", true, "the target: " + codegen::target_names() + " (required)", "T"},
+        {"stage", true, "what to print: source, ptx, passes (default), final, resources, all", "S"},
+        {"dump-dir", true, "also write every stage to files in DIR", "DIR"},
+        {"maxnreg", true, "occupancy: pin .maxnreg to N registers", "N"},
+        {"minnctapersm", true, "occupancy: rewrite .minnctapersm to N", "N"},
+        {"version-cap", true, "version: cap .version at X.Y (default: what the loaded nvJitLink reads)", "X.Y"},
+        {"version-toolchain", true, "version: apply the cap only to PTX from toolchain release R (e.g. 13.2)", "R"},
+        {"tensormap", true, "--ptx: make formal NAME a by-value TensorMap read by USES instructions (default 1)",
+         "NAME[:USES]", true},
+        {"require", true, "--ptx: validate that an instruction with this opcode prefix is present", "OPCODE", true},
+        {"entry", true, "--ptx: the entry the options apply to (default: the module's only entry)", "NAME"},
+        {"help", false, "this text"},
+    };
+    for (OptionSpec& c : codegen_option_specs()) o.push_back(std::move(c));
+    return o;
+  }();
   return options;
+}
+
+// --model/--batch/--role: the spec a layer of that model would load, as the
+// launch plan plans it on the target's built-in device profile.
+codegen::KernelSpec moe_spec(const Args& args, codegen::Target target) {
+  codegen::MoeConfig config;
+  try {
+    config = codegen::builtin_model(*args.get("model"));
+  } catch (const std::invalid_argument&) {
+    throw UsageError(fmt::format("--model: '{}' is not one of {}", *args.get("model"),
+                                 fmt::join(codegen::builtin_model_names(), ", ")));
+  }
+  const int batch = static_cast<int>(args.get_int("batch", 8, 1, config.token_capacity));
+  const codegen::MoeCodegenOptions options = codegen_options(args);
+  const codegen::DeviceProfile profile = profile_for(target);
+  const std::string role = args.get_or("role", "compute");
+  if (role == "transform" || role == "transform-w2") {
+    const codegen::ComputePath path = codegen::resolve_path(options.path, target.arch);
+    const codegen::AtomTraits* atom = codegen::find_atom(target, path, config.recipe);
+    if (!atom) throw UsageError(fmt::format("--path: {} has no {} path", target.name(), codegen::path_name(path)));
+    return codegen::moe_weight_transform_spec(config, *atom, target,
+                                              role == "transform" ? codegen::Projection::w1 : codegen::Projection::w2);
+  }
+  const codegen::MoeLaunchPlan plan = codegen::plan_launch(config, batch, profile, options);
+  if (role == "compute") return codegen::moe_compute_spec(config, plan);
+  if (role == "finalize") return codegen::moe_finalize_spec(config, plan);
+  if (role == "dispatch") {
+    if (auto spec = codegen::moe_dispatch_spec(config, plan)) return *spec;
+    throw UsageError(
+        fmt::format("--role dispatch: this plan launches no dispatch role (the {} path reads the "
+                    "caller's MXFP8 x; add --input-bf16 or --path exact)",
+                    codegen::path_name(*plan.options.path)));
+  }
+  throw UsageError(
+      fmt::format("--role: '{}' is not one of dispatch, compute, finalize, transform, transform-w2", role));
 }
 
 codegen::Target target_of(const Args& args) {
@@ -100,7 +146,7 @@ std::string read_ptx_file(const std::string& path) {
 // validate rule that the entry exists (and its required instructions).
 ptx::PipelineOptions file_options(const Args& args, codegen::Target target) {
   ptx::PipelineOptions o;
-  o.version = runtime::default_version_policy();
+  o.version = jit::default_version_policy();
   const std::string entry = args.get_or("entry", "");
   const int maxnreg = static_cast<int>(args.get_int("maxnreg", 0, 1, 255));
   const int minctas = static_cast<int>(args.get_int("minnctapersm", 0, 1, 64));
@@ -139,7 +185,7 @@ InspectStage stage_of(const Args& args) {
 // Runs the passes and nvJitLink on `built.ptx` and shows the result. When a
 // stage fails, what came before it is still printed (and dumped), then the
 // error propagates: that is when a user most needs to see the diffs.
-int passes_and_show(runtime::BuildArtifacts built, const InspectView& view, const ptx::PipelineOptions& options,
+int passes_and_show(jit::BuildArtifacts built, const InspectView& view, const ptx::PipelineOptions& options,
                     const Args& args) {
   const InspectStage stage = stage_of(args);
   auto show = [&] {
@@ -151,8 +197,8 @@ int passes_and_show(runtime::BuildArtifacts built, const InspectView& view, cons
     std::fflush(stdout);
   };
   try {
-    runtime::run_passes(built, view.buffer_name, options);
-    runtime::link(built, view.buffer_name);
+    jit::run_passes(built, view.buffer_name, options);
+    jit::link(built, view.buffer_name);
   } catch (const std::exception&) {
     show();
     throw;
@@ -166,10 +212,10 @@ int inspect_spec(codegen::KernelSpec spec, const Args& args) {
   stage_of(args);  // a usage error before the compile, not after it
   spec.max_registers = static_cast<int>(args.get_int("maxnreg", spec.max_registers, 1, 255));
   spec.target_blocks_per_sm = static_cast<int>(args.get_int("minnctapersm", spec.target_blocks_per_sm, 1, 64));
-  ptx::PipelineOptions options = runtime::pass_options(spec);
+  ptx::PipelineOptions options = jit::pass_options(spec);
   apply_version_options(args, options);
-  return passes_and_show(runtime::compile_source(spec), InspectView{spec.summary(), runtime::ptx_buffer_name(spec)},
-                         options, args);
+  return passes_and_show(jit::compile_source(spec), InspectView{spec.summary(), jit::ptx_buffer_name(spec)}, options,
+                         args);
 }
 }  // namespace
 
@@ -178,6 +224,7 @@ int cmd_inspect(int argc, char** argv) {
   if (args.has("help")) {
     fmt::print(
         "usage: moejit inspect --kernel NAME --target T [options]\n"
+        "       moejit inspect --model M --batch B --role R --target T [--path P] [--input-bf16] [options]\n"
         "       moejit inspect --ptx FILE --target T [options]\n\n"
         "Builds one kernel through the JIT pipeline and shows each stage: the emitted\n"
         "source, the NVRTC PTX, a unified diff per PTX pass (version, occupancy,\n"
@@ -188,8 +235,10 @@ int cmd_inspect(int argc, char** argv) {
         format_options(inspect_options()));
     return 0;
   }
-  if (args.has("kernel") == args.has("ptx")) throw UsageError("give exactly one of --kernel NAME or --ptx FILE");
+  if (int(args.has("kernel")) + int(args.has("ptx")) + int(args.has("model")) != 1)
+    throw UsageError("give exactly one of --kernel NAME, --model M (with --batch, --role) or --ptx FILE");
   const codegen::Target target = target_of(args);
+  if (args.has("model")) return inspect_spec(moe_spec(args, target), args);
   if (auto name = args.get("kernel")) {
     for (const char* only_ptx : {"tensormap", "require", "entry"})
       if (args.has(only_ptx))
@@ -203,7 +252,7 @@ int cmd_inspect(int argc, char** argv) {
   }
   const std::string path = *args.get("ptx");
   const ptx::PipelineOptions options = file_options(args, target);
-  runtime::BuildArtifacts built;
+  jit::BuildArtifacts built;
   built.spec.target = target;
   built.ptx = read_ptx_file(path);
   const InspectView view{fmt::format("{} @ {}", path, target.name()), std::filesystem::path(path).filename().string(),

@@ -8,6 +8,7 @@
 #include "codegen/planner.hpp"
 #include "tools/batch_list.hpp"
 #include "tools/cli_args.hpp"
+#include "tools/codegen_flags.hpp"
 #include "tools/commands.hpp"
 #include "tools/plan_table.hpp"
 
@@ -57,7 +58,7 @@ codegen::DeviceProfile read_device(const Args& args) {
 }  // namespace
 
 int cmd_plan(int argc, char** argv) {
-  const std::vector<OptionSpec> options = {
+  std::vector<OptionSpec> options = {
       {"model", true, "built-in model: glm5.2 (H=6144 I=2048 E=256 k=8) or dsv4.1-flash (H=5120 I=2304 E=384 k=6)",
        "NAME"},
       {"config", true, "model configuration from a JSON file instead of --model (keys below)", "FILE"},
@@ -74,18 +75,19 @@ int cmd_plan(int argc, char** argv) {
       {"explain", false, "list every decision with its reason (the default for a single batch)"},
       {"help", false, "this text"},
   };
+  for (OptionSpec& o : codegen_option_specs()) options.push_back(std::move(o));
   Args args(options, argc, argv, 2);
   if (args.has("help")) {
     fmt::print(
         "usage: moejit plan (--model NAME --ranks R | --config FILE [--ranks R])\n"
         "                   (--batch B | --batches LIST) --device NAME [options]\n\n"
-        "Prints the geometry the planner chooses for each batch size: token tile, pipeline\n"
-        "depth, weight compactness, handoff, return staging, pull cache, reserved CTAs,\n"
-        "co-residency, register cap, the role-2 SMEM model and every role's grid, one\n"
-        "column per batch (the shape of the GC-MoE paper's Table 2). sm_120a follows the\n"
-        "paper's section 4.4 exactly; sm_90a's differences are in codegen/planner_sm90a.md.\n"
-        "A shape that cannot run is reported as rejected, with the reason (exit status 1).\n"
-        "Needs no GPU.\n\n"
+        "Prints, one column per batch size, first the launch plan: the compute path and atom,\n"
+        "token tile, pipeline depth and every role's grid, threads, SMEM and register cap, exactly\n"
+        "what MoeLayer launches (per rank of R). Then the GC-MoE paper's section 4.4 decision chain\n"
+        "in the shape of its Table 2 (expert-parallel rule set: handoff, return staging, pull cache,\n"
+        "reserved CTAs, the role-2 SMEM model); sm_120a follows the paper exactly, sm_90a's\n"
+        "differences are in codegen/planner_sm90a.md. A shape that cannot run is reported as\n"
+        "rejected, with the reason (exit status 1). Needs no GPU.\n\n"
         "example: moejit plan --model glm5.2 --ranks 8 --batches 1-256 --device rtx-pro-5000\n\n"
         "options:\n{}\n"
         "config file (JSON): experts, top_k, hidden and intermediate are required; ranks defaults\n"
@@ -112,12 +114,19 @@ int cmd_plan(int argc, char** argv) {
 
   std::vector<PlanOutcome> plans;
   bool all_planned = true;
+  const codegen::MoeCodegenOptions codegen_opts = codegen_options(args);
   for (int b : batches) {
-    PlanOutcome o{b, std::nullopt, ""};
+    PlanOutcome o{b, std::nullopt, "", std::nullopt, ""};
     try {
       o.geometry = codegen::plan(config, b, device);
     } catch (const codegen::PlanError& e) {
       o.rejection = e.what();
+      all_planned = false;
+    }
+    try {
+      o.launch = codegen::plan_launch(config, b, device, codegen_opts);
+    } catch (const codegen::PlanError& e) {
+      o.launch_rejection = e.what();
       all_planned = false;
     }
     plans.push_back(std::move(o));

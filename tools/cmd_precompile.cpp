@@ -9,10 +9,11 @@
 #include <thread>
 
 #include "codegen/moe_config.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 #include "tools/cache_config.hpp"
 #include "tools/cache_format.hpp"
 #include "tools/cli_args.hpp"
+#include "tools/codegen_flags.hpp"
 #include "tools/commands.hpp"
 #include "tools/precompile.hpp"
 
@@ -40,16 +41,17 @@ PrecompileRequest parse_request(const Args& args) {
   r.batches = parse_batches(args.get_or("batches", "1-256"));
   if (!args.has("targets")) throw UsageError("--targets is required (e.g. --targets sm_90a,sm_120a)");
   r.targets = parse_targets(*args.get("targets"));
+  r.options = codegen_options(args);
   return r;
 }
 
 // Progress on stderr: one line when a kernel starts, one when it is done.
 // How many of the `specs` that were built or loaded (`done`) the disk cache does not hold.
-size_t kernels_not_kept(runtime::KernelCache& kc, const std::vector<codegen::KernelSpec>& specs,
+size_t kernels_not_kept(jit::KernelCache& kc, const std::vector<codegen::KernelSpec>& specs,
                         const std::vector<char>& done) {
   size_t n = 0;
   for (size_t i = 0; i < specs.size(); ++i)
-    n += done[i] && !kc.store().disk().contains(runtime::cache_key(specs[i])) ? 1 : 0;
+    n += done[i] && !kc.store().disk().contains(jit::cache_key(specs[i])) ? 1 : 0;
   return n;
 }
 
@@ -79,7 +81,7 @@ class Progress {
 }  // namespace
 
 int cmd_precompile(int argc, char** argv) {
-  const std::vector<OptionSpec> options = {
+  std::vector<OptionSpec> options = {
       {"targets", true, "comma-separated targets to compile for, e.g. sm_90a,sm_120a (required)", "T,T"},
       {"model", true, "built-in model: glm5.2 or dsv4.1-flash", "NAME"},
       {"config", true, "model configuration from a JSON file instead of --model (as `moejit plan --help` shows)",
@@ -89,17 +91,21 @@ int cmd_precompile(int argc, char** argv) {
       {"jobs", true, "parallel compiles (default: the number of cores)", "N"},
       {"help", false, "this text"},
   };
+  for (OptionSpec& o : codegen_option_specs()) options.push_back(std::move(o));
   Args args(options, argc, argv, 2);
   if (args.has("help")) {
     fmt::print(
-        "usage: moejit precompile --targets T[,T] [--model M | --config FILE] [--ranks R] [--batches B] [--jobs N]\n\n"
+        "usage: moejit precompile --targets T[,T] [--model M | --config FILE] [--ranks R] [--batches B] [--jobs N]\n"
+        "                         [--path fast|exact] [--input-bf16] [--tile-n N] [--stages S] [--ctas-per-sm C]\n\n"
         "Enumerates exactly the distinct kernels the MoE layer of the configuration can need over the\n"
         "batch range, as the planner plans each shape on each target's built-in device profile\n"
         "(h200 for sm_90a, rtx-pro-5000 for sm_120a); batch sizes that share a kernel count once.\n"
         "A range means every size in it (a server meets any B), unlike `moejit plan`, where it\n"
         "means its powers of two. Compiles the kernels missing from the kernel cache in parallel\n"
         "and prints a summary. Without --model or --config it compiles every kernel codegen emits\n"
-        "on its own. Needs no GPU. MOEJIT_NO_JIT is ignored here: compiling is this command's job.\n\n"
+        "on its own. The layer options that change kernels (--path, --input-bf16, the overrides) must\n"
+        "match the layer's for its forwards to find them. Needs no GPU. MOEJIT_NO_JIT is ignored here:\n"
+        "compiling is this command's job.\n\n"
         "options:\n{}",
         format_options(options));
     return 0;
@@ -121,7 +127,7 @@ int cmd_precompile(int argc, char** argv) {
 
   cache::Config config = disk_cache_config();
   config.no_jit = false;
-  runtime::KernelCache kc(config);
+  jit::KernelCache kc(config);
   Progress progress(specs.size());
   std::atomic<size_t> next{0};
   std::atomic<int> compiled{0}, cached{0}, failed{0};

@@ -29,6 +29,15 @@ deps() {
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
+  # nvdisasm for the SASS instruction-budget test (the toolkit here has none):
+  # NVIDIA's wheel, unpacked into the repository's ignored .cache/.
+  if [ ! -x .cache/nvdisasm/nvidia/cu13/bin/nvdisasm ] && ! command -v nvdisasm >/dev/null; then
+    log "installing nvdisasm (pip wheel nvidia-cuda-nvdisasm) into .cache/nvdisasm"
+    command -v pip3 >/dev/null || { local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo";
+      $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-pip; }
+    pip3 install -q --no-deps --target .cache/nvdisasm 'nvidia-cuda-nvdisasm==13.*' ||
+      pip3 install -q --no-deps --break-system-packages --target .cache/nvdisasm 'nvidia-cuda-nvdisasm==13.*'
+  fi
   if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/include/nvrtc.h ]; then
     echo "error: the CUDA 13 toolkit is not in /usr/local/cuda (NVRTC and nvJitLink are required)" >&2
     exit 1
@@ -63,7 +72,7 @@ case "$cmd" in
     format_check
     build release
     log "tests (release)"
-    ctest --preset release -j "$JOBS"
+    MOEJIT_REQUIRE_NVDISASM=1 ctest --preset release -j "$JOBS"
     build asan
     log "CPU tests under ASan+UBSan"
     ctest --preset asan -j "$JOBS" -LE gpu

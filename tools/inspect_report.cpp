@@ -18,11 +18,11 @@ void write_file(const std::filesystem::path& path, std::string_view bytes) {
   if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
 }
 
-const std::string& ptx_before(const runtime::BuildArtifacts& built, size_t stage) {
+const std::string& ptx_before(const jit::BuildArtifacts& built, size_t stage) {
   return stage == 0 ? built.ptx : built.stages[stage - 1].ptx;
 }
 
-std::string pass_diff(const runtime::BuildArtifacts& built, const InspectView& view, size_t i) {
+std::string pass_diff(const jit::BuildArtifacts& built, const InspectView& view, size_t i) {
   const std::string& pass = built.stages[i].pass;
   return ptx::unified_diff(ptx_before(built, i), built.stages[i].ptx,
                            fmt::format("{} (before {})", view.buffer_name, pass),
@@ -40,7 +40,7 @@ std::optional<InspectStage> parse_inspect_stage(std::string_view text) {
   return std::nullopt;
 }
 
-std::string format_passes(const runtime::BuildArtifacts& built, const InspectView& view) {
+std::string format_passes(const jit::BuildArtifacts& built, const InspectView& view) {
   const std::vector<std::string> passes = ptx::pipeline_pass_names();
   std::string names;
   for (const std::string& p : passes) names += (names.empty() ? "" : ", ") + p;
@@ -65,7 +65,7 @@ std::string format_passes(const runtime::BuildArtifacts& built, const InspectVie
   return out;
 }
 
-std::string format_resources(const runtime::BuildArtifacts& built) {
+std::string format_resources(const jit::BuildArtifacts& built) {
   if (built.cubin.empty()) return "resources: none (nothing was assembled)\n";
   std::string out = fmt::format("resources (nvJitLink -arch={}, {:.1f} ms, cubin {} bytes)\n", built.spec.target.name(),
                                 built.link_millis, built.cubin.size());
@@ -78,7 +78,7 @@ std::string format_resources(const runtime::BuildArtifacts& built) {
   return out;
 }
 
-void print_inspect(const runtime::BuildArtifacts& built, const InspectView& view, InspectStage stage) {
+void print_inspect(const jit::BuildArtifacts& built, const InspectView& view, InspectStage stage) {
   const bool all = stage == InspectStage::all;
   fmt::print("inspect {}\n", view.title);
   if ((all || stage == InspectStage::source) && !built.source.text.empty()) {
@@ -95,8 +95,7 @@ void print_inspect(const runtime::BuildArtifacts& built, const InspectView& view
     fmt::print("\n{}", format_resources(built));
 }
 
-int write_inspect_dump(const runtime::BuildArtifacts& built, const InspectView& view,
-                       const std::filesystem::path& dir) {
+int write_inspect_dump(const jit::BuildArtifacts& built, const InspectView& view, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   int files = 0;
   auto put = [&](const std::string& name, std::string_view bytes) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/kernel_builder.hpp"
+#include "jit/kernel_builder.hpp"
 
 namespace moejit::tools {
 
@@ -24,14 +24,14 @@ struct InspectView {
 };
 
 // The per-pass report: each pass's status, summary and diff against the PTX before it.
-std::string format_passes(const runtime::BuildArtifacts& built, const InspectView& view);
-std::string format_resources(const runtime::BuildArtifacts& built);
+std::string format_passes(const jit::BuildArtifacts& built, const InspectView& view);
+std::string format_resources(const jit::BuildArtifacts& built);
 
-void print_inspect(const runtime::BuildArtifacts& built, const InspectView& view, InspectStage stage);
+void print_inspect(const jit::BuildArtifacts& built, const InspectView& view, InspectStage stage);
 
 // Writes every stage to `dir` (created if missing): source.cu (when there is
 // one), the input PTX, NN-<pass>.ptx and NN-<pass>.diff, final.ptx,
 // resources.json and kernel.cubin. Returns how many files it wrote.
-int write_inspect_dump(const runtime::BuildArtifacts& built, const InspectView& view, const std::filesystem::path& dir);
+int write_inspect_dump(const jit::BuildArtifacts& built, const InspectView& view, const std::filesystem::path& dir);
 
 }  // namespace moejit::tools

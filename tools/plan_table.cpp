@@ -22,6 +22,36 @@ std::string launch(const codegen::RoleLaunch& r) {
   return fmt::format("{}x{}", r.grid, r.threads);
 }
 
+struct LaunchRow {
+  const char* label;
+  std::function<std::string(const codegen::MoeLaunchPlan&)> cell;
+};
+std::string role(const codegen::RolePlan& r) {
+  return r.launched ? fmt::format("{}x{}", r.grid, r.threads) : std::string("-");
+}
+
+const std::vector<LaunchRow>& launch_rows() {
+  static const std::vector<LaunchRow> k_rows = {
+      {"path / atom",
+       [](const codegen::MoeLaunchPlan& p) {
+         return fmt::format("{}/{}", codegen::path_name(*p.options.path), p.atom);
+       }},
+      {"rows/expert r", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.rows_per_expert); }},
+      {"tile_n (widest N)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.tile_n); }},
+      {"item rows (64 x tiles)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(64 * p.tiles); }},
+      {"stages", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.stages); }},
+      {"dispatch grid x threads", [](const codegen::MoeLaunchPlan& p) { return role(p.dispatch); }},
+      {"compute grid x threads", [](const codegen::MoeLaunchPlan& p) { return role(p.compute); }},
+      {"compute SMEM (B)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.compute.smem_bytes); }},
+      {"compute CTAs/SM", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.compute.blocks_per_sm); }},
+      {"compute .maxnreg", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.compute.register_cap); }},
+      {"finalize grid x threads", [](const codegen::MoeLaunchPlan& p) { return role(p.finalize); }},
+      {"workspace (MiB)",
+       [](const codegen::MoeLaunchPlan& p) { return fmt::format("{:.1f}", p.workspace_bytes / 1048576.0); }},
+  };
+  return k_rows;
+}
+
 const std::vector<Row>& rows() {
   static const std::vector<Row> k_rows = {
       {"rows/expert r", [](const Geometry& g) { return std::to_string(g.rows_per_expert); }},
@@ -74,40 +104,75 @@ std::string header(const codegen::MoeConfig& c, const codegen::DeviceProfile& d)
 }
 }  // namespace
 
+namespace {
+// Columns of cells (one per batch) under a label column, each cell right-aligned.
+std::string render_columns(const std::vector<std::string>& labels, const std::vector<std::vector<std::string>>& cols) {
+  size_t label_width = 0;
+  for (const std::string& l : labels) label_width = std::max(label_width, l.size());
+  std::vector<size_t> widths;
+  for (const auto& col : cols) {
+    size_t w = 0;
+    for (const std::string& c : col) w = std::max(w, c.size());
+    widths.push_back(w);
+  }
+  std::string out;
+  for (size_t row = 0; row < labels.size(); ++row) {
+    std::string line = fmt::format("{:<{}}", labels[row], label_width);
+    for (size_t c = 0; c < cols.size(); ++c) line += fmt::format("  {:>{}}", cols[c][row], widths[c]);
+    out += line + "\n";
+  }
+  return out;
+}
+}  // namespace
+
 std::string render_plan_table(const codegen::MoeConfig& config, const codegen::DeviceProfile& device,
                               const std::vector<PlanOutcome>& plans, bool explain) {
   std::string out = header(config, device);
+
+  out += "\nlaunch plan (what MoeLayer launches for each B; `moejit run` prints the same)\n";
+  std::vector<std::string> labels{"B (tokens/rank)"};
+  for (const LaunchRow& r : launch_rows()) labels.push_back(r.label);
+  std::vector<std::vector<std::string>> cols;
+  for (const PlanOutcome& p : plans) {
+    std::vector<std::string> col{std::to_string(p.batch)};
+    for (const LaunchRow& r : launch_rows())
+      col.push_back(p.launch ? r.cell(*p.launch) : (&r == &launch_rows()[0] ? "rejected" : "-"));
+    cols.push_back(std::move(col));
+  }
+  out += render_columns(labels, cols);
+  for (const PlanOutcome& p : plans)
+    if (!p.launch) out += fmt::format("B = {} launch rejected: {}\n", p.batch, p.launch_rejection);
+
+  out +=
+      "\nGC-MoE section 4.4 chain (the paper's Table 2 rule set for expert-parallel decode; its grids are\n"
+      "the paper's role kernels, not the launch above)\n";
   for (const PlanOutcome& p : plans) {
     if (!p.geometry) continue;
     const codegen::Partition& part = p.geometry->partition;
     out += fmt::format("split    {} dispatch + {} compute SMs (eq. 5)\n", part.dispatch, part.compute);
     break;
   }
-  size_t label_width = std::string("B (tokens/rank)").size();
-  for (const Row& r : rows()) label_width = std::max(label_width, std::string(r.label).size());
-  std::vector<std::vector<std::string>> columns;
-  std::vector<size_t> widths;
+  labels = {"B (tokens/rank)"};
+  for (const Row& r : rows()) labels.push_back(r.label);
+  cols.clear();
   for (const PlanOutcome& p : plans) {
     std::vector<std::string> col{std::to_string(p.batch)};
     for (const Row& r : rows()) col.push_back(p.geometry ? r.cell(*p.geometry) : (&r == &rows()[0] ? "rejected" : "-"));
-    size_t w = 0;
-    for (const std::string& s : col) w = std::max(w, s.size());
-    widths.push_back(w);
-    columns.push_back(std::move(col));
+    cols.push_back(std::move(col));
   }
-  out += "\n";
-  for (size_t row = 0; row <= rows().size(); ++row) {
-    std::string line = fmt::format("{:<{}}", row == 0 ? "B (tokens/rank)" : rows()[row - 1].label, label_width);
-    for (size_t c = 0; c < columns.size(); ++c) line += fmt::format("  {:>{}}", columns[c][row], widths[c]);
-    out += line + "\n";
-  }
+  out += render_columns(labels, cols);
   for (const PlanOutcome& p : plans)
     if (!p.geometry) out += fmt::format("\nB = {} rejected: {}\n", p.batch, p.rejection);
   if (explain) {
     for (const PlanOutcome& p : plans) {
-      if (!p.geometry) continue;
-      out += fmt::format("\nB = {}: decisions\n", p.batch);
-      for (const std::string& n : p.geometry->notes) out += fmt::format("  - {}\n", n);
+      if (p.launch) {
+        out += fmt::format("\nB = {}: launch decisions\n", p.batch);
+        for (const std::string& n : p.launch->notes) out += fmt::format("  - {}\n", n);
+      }
+      if (p.geometry) {
+        out += fmt::format("\nB = {}: section 4.4 decisions\n", p.batch);
+        for (const std::string& n : p.geometry->notes) out += fmt::format("  - {}\n", n);
+      }
     }
   }
   return out;
@@ -117,10 +182,16 @@ nlohmann::json plan_report_json(const codegen::MoeConfig& config, const codegen:
                                 const std::vector<PlanOutcome>& plans) {
   nlohmann::json list = nlohmann::json::array();
   for (const PlanOutcome& p : plans) {
-    if (p.geometry)
-      list.push_back({{"batch", p.batch}, {"geometry", *p.geometry}});
+    nlohmann::json entry = {{"batch", p.batch}};
+    if (p.launch)
+      entry["launch"] = *p.launch;
     else
-      list.push_back({{"batch", p.batch}, {"rejected", p.rejection}});
+      entry["launch_rejected"] = p.launch_rejection;
+    if (p.geometry)
+      entry["geometry"] = *p.geometry;
+    else
+      entry["rejected"] = p.rejection;
+    list.push_back(std::move(entry));
   }
   return {{"config", config}, {"device", device}, {"plans", list}};
 }

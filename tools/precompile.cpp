@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
+#include "codegen/moe_kernels.hpp"
 #include "codegen/planner.hpp"
 #include "codegen/smoke_kernel.hpp"
-#include "runtime/moe_layer.hpp"
 #include "tools/cli_args.hpp"
 
 namespace moejit::tools {
@@ -25,10 +25,11 @@ int parse_positive(std::string_view text, std::string_view whole) {
 // The kernels one (profile, batch) shape needs: the MoE layer's plan for it or,
 // with no configuration, what codegen emits on its own (the smoke kernel).
 std::vector<codegen::KernelSpec> kernels_for_shape(const codegen::MoeConfig* config,
-                                                   const codegen::DeviceProfile& profile, int batch) {
+                                                   const codegen::DeviceProfile& profile, int batch,
+                                                   const codegen::MoeCodegenOptions& options) {
   if (!config) return {codegen::smoke_kernel_spec(profile.target)};
   try {
-    return runtime::moe_kernel_specs(*config, runtime::MoeLayerOptions{}, batch, profile);
+    return codegen::moe_kernel_specs(*config, batch, profile, options);
   } catch (const codegen::PlanError& e) {
     throw std::runtime_error(fmt::format("B = {} cannot be planned on {} ({}): {}; leave it out of --batches", batch,
                                          profile.name, profile.target.name(), e.what()));
@@ -88,7 +89,8 @@ std::vector<codegen::KernelSpec> kernels_to_precompile(const PrecompileRequest& 
   for (codegen::Target target : request.targets) {
     const codegen::DeviceProfile profile = request.config ? profile_for(target) : codegen::DeviceProfile{"", target};
     for (int batch : request.batches)
-      for (codegen::KernelSpec& spec : kernels_for_shape(request.config ? &*request.config : nullptr, profile, batch))
+      for (codegen::KernelSpec& spec :
+           kernels_for_shape(request.config ? &*request.config : nullptr, profile, batch, request.options))
         if (seen.insert(nlohmann::json(spec).dump()).second) out.push_back(std::move(spec));
   }
   return out;

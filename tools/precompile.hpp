@@ -12,6 +12,7 @@
 #include "codegen/device_profile.hpp"
 #include "codegen/kernel_spec.hpp"
 #include "codegen/moe_config.hpp"
+#include "codegen/moe_launch_plan.hpp"
 #include "codegen/target.hpp"
 
 namespace moejit::tools {
@@ -22,6 +23,7 @@ struct PrecompileRequest {
   std::optional<codegen::MoeConfig> config;
   std::vector<int> batches;  // tokens per rank
   std::vector<codegen::Target> targets;
+  codegen::MoeCodegenOptions options;  // the layer options that change kernels (--path, --input-bf16, ...)
 };
 
 // "1-256", "1,2,4,8", "1-8,16,32": every batch size named, sorted, distinct (a

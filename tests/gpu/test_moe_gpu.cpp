@@ -1,21 +1,26 @@
-// The fused MoE layer on the GPU against the CPU references: both model
-// shapes x B = 1..256 x four routings, the Table 10 edges, and BF16 input.
-// Fresh random inputs every run (the seed is printed); outputs poisoned
-// before each run; every forward runs twice and must repeat bit for bit.
+// The fused MoE layer on the GPU against the CPU references, on both compute
+// paths: both model shapes x B = 1..256 x four routings, the Table 10 edges,
+// BF16 input, weight scale codes over the whole UE8M0 range and E4M3
+// subnormal activations. Fresh random inputs every run (the seed is printed);
+// outputs poisoned before each run; every forward runs twice and must repeat
+// bit for bit. Each case's inputs go through a layer of each path, so the CPU
+// references are computed once.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 
 #include "gpu_test_util.hpp"
-#include "runtime/moe_check.hpp"
-#include "runtime/weight_pack.hpp"
+#include "oracle/moe_check.hpp"
+#include "oracle/weight_pack.hpp"
+#include "templates/moe_weight_layouts.cuh"
 
 using namespace moejit;
-using runtime::RoutingKind;
+using oracle::RoutingKind;
 
 namespace {
 struct Shape {
@@ -23,23 +28,38 @@ struct Shape {
   codegen::MoeConfig config;
 };
 
-int run_matrix(const Shape& shape, const std::vector<int>& batches, bool input_bf16,
-               const std::vector<RoutingKind>& routings) {
+struct Matrix {
+  bool input_bf16 = false;
+  oracle::WeightScales scales;
+  oracle::XStyle x;
+  std::vector<codegen::ComputePath> paths = {codegen::ComputePath::fast, codegen::ComputePath::exact};
+  double dense_bar = 0.97;
+};
+
+int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::vector<RoutingKind>& routings,
+               const Matrix& m = {}) {
   runtime::ScopedContext ctx(0);
   const std::uint64_t seed = gpu_test::seed() ^ std::hash<std::string>{}(shape.name);
-  const runtime::RandomWeights weights = runtime::random_weights(runtime::problem_of(shape.config), seed);
-  runtime::MoeLayerOptions options;
-  options.input_bf16 = input_bf16;
-  runtime::MoeLayer layer(shape.config, weights.device(), options);
+  const oracle::RandomWeights weights = oracle::random_weights(oracle::problem_of(shape.config), seed, m.scales);
+  std::vector<std::unique_ptr<runtime::MoeLayer>> layers;
+  std::vector<runtime::MoeLayer*> ptrs;
+  for (codegen::ComputePath path : m.paths) {
+    runtime::MoeLayerOptions options;
+    options.codegen.path = path;
+    options.codegen.input_bf16 = m.input_bf16;
+    layers.push_back(std::make_unique<runtime::MoeLayer>(shape.config, weights.device(), options));
+    ptrs.push_back(layers.back().get());
+  }
   int failures = 0;
   std::uint64_t case_seed = seed;
   for (int b : batches)
-    for (RoutingKind routing : routings) {
-      const runtime::MoeCheckResult r = runtime::check_forward(layer, weights, b, routing, ++case_seed);
-      fmt::print("{:<14} {} {}\n", shape.name, input_bf16 ? "bf16-x" : "mxfp8-x", r.summary());
-      CHECK_MESSAGE(r.passed(), shape.name << " " << r.summary());
-      failures += !r.passed();
-    }
+    for (RoutingKind routing : routings)
+      for (oracle::MoeCheckResult r : oracle::check_forward(ptrs, weights, b, routing, ++case_seed, m.x)) {
+        r.dense_bar = m.dense_bar;
+        fmt::print("{:<16} {} {}\n", shape.name, m.input_bf16 ? "bf16-x" : "mxfp8-x", r.summary());
+        CHECK_MESSAGE(r.passed(), shape.name << " " << r.summary());
+        failures += !r.passed();
+      }
   return failures;
 }
 
@@ -61,58 +81,109 @@ std::vector<int> model_batches() {
   MESSAGE("MOEJIT_GPU_BATCHES=" << env << ": the model matrices run " << picked.size() << " of 9 batch sizes");
   return picked;
 }
-const std::vector<RoutingKind> k_routings(std::begin(runtime::k_all_routings), std::end(runtime::k_all_routings));
+const std::vector<RoutingKind> k_routings(std::begin(oracle::k_all_routings), std::end(oracle::k_all_routings));
 }  // namespace
 
 TEST_CASE("seed") {
   MESSAGE("MOEJIT_TEST_SEED=" << gpu_test::seed());
 }
 
-TEST_CASE("weight transform matches its CPU twin") {
+TEST_CASE("weight transform matches its CPU twin, on both paths") {
   runtime::ScopedContext ctx(0);
   const codegen::MoeConfig config = gpu_test::small_config("custom", 8, 2, 512, 256);
-  const reference::MoeProblem p = runtime::problem_of(config);
-  const runtime::RandomWeights w = runtime::random_weights(p, gpu_test::seed());
-  runtime::MoeLayer layer(config, w.device());
-  const auto packed = layer.packed_weights();
-  struct Proj {
-    const std::vector<std::uint8_t>& payload;
-    const std::vector<std::uint8_t>& scales;
-    int rows, k;
-    bool interleave;
-    CUdeviceptr d_payload, d_scales;
-  };
-  for (const Proj& pr : {Proj{w.host.w1, w.host.s1, 2 * p.intermediate, p.hidden, true, packed.w1, packed.s1},
-                         Proj{w.host.w2, w.host.s2, p.hidden, p.intermediate, false, packed.w2, packed.s2}}) {
-    const runtime::PackedProjection want =
-        runtime::pack_projection(pr.payload, pr.scales, p.experts, pr.rows, pr.k, pr.interleave);
-    std::vector<std::uint32_t> payload(want.payload.size()), scales(want.scales.size());
-    MOEJIT_CU(cuMemcpyDtoH, payload.data(), pr.d_payload, payload.size() * 4);
-    MOEJIT_CU(cuMemcpyDtoH, scales.data(), pr.d_scales, scales.size() * 4);
-    CHECK(payload == want.payload);
-    CHECK(scales == want.scales);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed());
+  for (codegen::ComputePath path : {codegen::ComputePath::fast, codegen::ComputePath::exact}) {
+    CAPTURE(codegen::path_name(path));
+    runtime::MoeLayerOptions options;
+    options.codegen.path = path;
+    runtime::MoeLayer layer(config, w.device(), options);
+    const auto packed = layer.packed_weights();
+    struct Proj {
+      const std::vector<std::uint8_t>& payload;
+      const std::vector<std::uint8_t>& scales;
+      int rows, k;
+      bool interleave;
+      CUdeviceptr device;
+    };
+    for (const Proj& pr : {Proj{w.host.w1, w.host.s1, 2 * p.intermediate, p.hidden, true, packed.w1},
+                           Proj{w.host.w2, w.host.s2, p.hidden, p.intermediate, false, packed.w2}}) {
+      const std::vector<std::uint8_t> want = oracle::pack_projection(pr.payload, pr.scales, p.experts, pr.rows, pr.k,
+                                                                     pr.interleave, layer.atom().weight_layout);
+      std::vector<std::uint8_t> got(want.size());
+      MOEJIT_CU(cuMemcpyDtoH, got.data(), pr.device, got.size());
+      CHECK(got == want);
+    }
   }
+}
+
+TEST_CASE("weight scale codes the exact path cannot apply are refused when the layer is built, naming the code") {
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = gpu_test::small_config("custom", 8, 2, 512, 256);
+  oracle::WeightScales scales;
+  scales.w2_lo = scales.w2_hi = 200;
+  const oracle::RandomWeights w = oracle::random_weights(oracle::problem_of(config), gpu_test::seed(), scales);
+  runtime::MoeLayerOptions exact;
+  exact.codegen.path = codegen::ComputePath::exact;
+  CHECK_THROWS_WITH_AS(runtime::MoeLayer(config, w.device(), exact),
+                       "weight scales: a UE8M0 code of 200 was found; the exact path (sm90-bf16-mma) supports codes "
+                       "[0, 128]; --path fast takes every code to 254",
+                       runtime::InvalidInput);
+  runtime::MoeLayerOptions fast;
+  fast.codegen.path = codegen::ComputePath::fast;
+  CHECK_NOTHROW(runtime::MoeLayer(config, w.device(), fast));  // the fast path takes it
 }
 
 TEST_CASE("Table 10 edges") {
   int failures = 0;
+  failures += run_matrix({"edge-H512-k1", gpu_test::small_config("custom", 8, 1, 512, 256)}, {1, 7, 256}, k_routings);
+  failures += run_matrix({"edge-H512-k32", gpu_test::small_config("custom", 32, 32, 512, 256)}, {1, 5, 64}, k_routings);
   failures +=
-      run_matrix({"edge-H512-k1", gpu_test::small_config("custom", 8, 1, 512, 256)}, {1, 7, 256}, false, k_routings);
-  failures +=
-      run_matrix({"edge-H512-k32", gpu_test::small_config("custom", 32, 32, 512, 256)}, {1, 5, 64}, false, k_routings);
-  failures += run_matrix({"edge-H8192-I4096", gpu_test::small_config("custom", 4, 4, 8192, 4096)}, {1, 3, 32}, false,
-                         k_routings);
+      run_matrix({"edge-H8192-I4096", gpu_test::small_config("custom", 4, 4, 8192, 4096)}, {1, 3, 32}, k_routings);
   CHECK(failures == 0);
 }
 
 TEST_CASE("BF16 input is quantized by the dispatch role exactly as the CPU twin") {
-  CHECK(run_matrix({"glm5.2", codegen::builtin_model("glm5.2")}, {1, 8, 64}, true, {RoutingKind::uniform}) == 0);
+  Matrix m;
+  m.input_bf16 = true;
+  CHECK(run_matrix({"glm5.2", codegen::builtin_model("glm5.2")}, {1, 8, 64}, {RoutingKind::uniform}, m) == 0);
+}
+
+TEST_CASE("weight scale codes over the whole range each path applies") {
+  // W1's K32 block kb carries code c_kb in every expert and row, c_kb spread over the path's range, and x's
+  // block kb is scaled by 2^(127 - c_kb) so every block contributes alike; W2's codes spread over [60, 190].
+  const codegen::MoeConfig config = gpu_test::small_config("custom", 16, 4, 1024, 512);
+  for (codegen::ComputePath path : {codegen::ComputePath::fast, codegen::ComputePath::exact}) {
+    const int top = path == codegen::ComputePath::fast ? 254 : 128;
+    Matrix m;
+    m.paths = {path};
+    for (int kb = 0; kb < config.hidden / 32; ++kb) {
+      const int code = kb * top / (config.hidden / 32 - 1);
+      m.scales.w1_block_code.push_back(code);
+      m.x.block_shift.push_back(std::clamp(127 - code, -120, 120));
+    }
+    m.scales.w2_lo = path == codegen::ComputePath::fast ? 60 : 60;
+    m.scales.w2_hi = path == codegen::ComputePath::fast ? 190 : 128;
+    // W2 codes 60..190 let a few hidden rows dominate each output, so the distance to the unquantized
+    // reference is the quantization error of a handful of elements (measured 0.969-0.99); the quantized
+    // reference, which these cases are about, must still agree to the path's bar.
+    m.dense_bar = 0.95;
+    const std::string name = fmt::format("codes-0-{}", top);
+    CHECK(run_matrix({name.c_str(), config}, {1, 8, 64}, {RoutingKind::uniform, RoutingKind::zipf}, m) == 0);
+  }
+}
+
+TEST_CASE("E4M3 subnormal activations") {
+  // Element magnitudes over 2^-24..2^0 inside every block: most blocks quantize to E4M3 subnormals and zeros.
+  Matrix m;
+  m.x.wide = true;
+  CHECK(run_matrix({"glm5.2-wide-x", codegen::builtin_model("glm5.2")}, {1, 16, 128}, {RoutingKind::uniform}, m) == 0);
 }
 
 TEST_CASE("GLM5.2 matrix") {
-  CHECK(run_matrix({"glm5.2", codegen::builtin_model("glm5.2")}, model_batches(), false, k_routings) == 0);
+  CHECK(run_matrix({"glm5.2", codegen::builtin_model("glm5.2")}, model_batches(), k_routings) == 0);
 }
 
 TEST_CASE("DSV4.1-Flash matrix") {
-  CHECK(run_matrix({"dsv4.1-flash", codegen::builtin_model("dsv4.1-flash")}, model_batches(), false, k_routings) == 0);
+  CHECK(run_matrix({"dsv4.1-flash", codegen::builtin_model("dsv4.1-flash")}, model_batches(), k_routings) == 0);
 }

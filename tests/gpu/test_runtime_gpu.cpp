@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "gpu_test_util.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "runtime/moe_check.hpp"
-#include "runtime/mx_format.hpp"
+#include "jit/kernel_cache.hpp"
+#include "oracle/moe_check.hpp"
+#include "oracle/mx_format.hpp"
 #include "runtime/residency.hpp"
 #include "runtime/tensor_map_cache.hpp"
 
@@ -30,7 +30,7 @@ struct DeviceInputs {
         ids(std::size_t(tokens) * p.top_k * 4),
         w(std::size_t(tokens) * p.top_k * 4),
         y(std::size_t(tokens) * p.hidden * 2) {}
-  void upload(const runtime::RandomInputs& in, CUstream s) {
+  void upload(const oracle::RandomInputs& in, CUstream s) {
     MOEJIT_CU(cuMemcpyHtoDAsync, xq.ptr(), in.xq.elements.data(), in.xq.elements.size(), s);
     MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xs_words.data(), in.xs_words.size() * 4, s);
     MOEJIT_CU(cuMemcpyHtoDAsync, ids.ptr(), in.routing.ids.data(), in.routing.ids.size() * 4, s);
@@ -54,8 +54,8 @@ std::size_t bad_elements(const std::vector<std::uint16_t>& y) {
   return bad;
 }
 
-double cosine_vs_reference(const runtime::RandomWeights& w, const reference::MoeProblem& p,
-                           const runtime::RandomInputs& in, const std::vector<std::uint16_t>& y) {
+double cosine_vs_reference(const oracle::RandomWeights& w, const reference::MoeProblem& p,
+                           const oracle::RandomInputs& in, const std::vector<std::uint16_t>& y) {
   const std::vector<std::uint16_t> want =
       reference::quantized_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing);
   std::vector<double> a(y.size()), b(want.size());
@@ -65,7 +65,7 @@ double cosine_vs_reference(const runtime::RandomWeights& w, const reference::Moe
 }
 
 int header_epoch(const runtime::MoeLayer& layer, CUstream s) {
-  runtime::MoeHeaderView h{};
+  contract::MoeHeader h{};
   MOEJIT_CU(cuMemcpyDtoH, &h, layer.workspace(s) + layer.workspace_layout().header, sizeof(h));
   return h.epoch;
 }
@@ -80,11 +80,11 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
   // Layer 1 takes MXFP8 x; layer 2 (other weights, other experts, PDL) takes layer 1's BF16 y.
   const codegen::MoeConfig c1 = gpu_test::small_config("capture-l1", 32, 4, 1024, 512);
   const codegen::MoeConfig c2 = gpu_test::small_config("capture-l2", 64, 6, 1024, 768);
-  const reference::MoeProblem p1 = runtime::problem_of(c1), p2 = runtime::problem_of(c2);
-  const runtime::RandomWeights w1 = runtime::random_weights(p1, seed + 1), w2 = runtime::random_weights(p2, seed + 2);
+  const reference::MoeProblem p1 = oracle::problem_of(c1), p2 = oracle::problem_of(c2);
+  const oracle::RandomWeights w1 = oracle::random_weights(p1, seed + 1), w2 = oracle::random_weights(p2, seed + 2);
   runtime::MoeLayer layer1(c1, w1.device());
   runtime::MoeLayerOptions bf16;
-  bf16.input_bf16 = true;
+  bf16.codegen.input_bf16 = true;
   bf16.pdl = true;  // layer 2's child graph has programmatic edges; layer 1's full ones
   runtime::MoeLayer layer2(c2, w2.device(), bf16);
 
@@ -111,8 +111,8 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
   double worst_cosine = 1.0;
   const int replays = 100;
   for (int i = 0; i < replays; ++i) {
-    const runtime::RandomInputs h1 = runtime::random_inputs(p1, B, runtime::RoutingKind::uniform, seed + 100 + 2 * i),
-                                h2 = runtime::random_inputs(p2, B, runtime::RoutingKind::uniform, seed + 101 + 2 * i);
+    const oracle::RandomInputs h1 = oracle::random_inputs(p1, B, oracle::RoutingKind::uniform, seed + 100 + 2 * i),
+                               h2 = oracle::random_inputs(p2, B, oracle::RoutingKind::uniform, seed + 101 + 2 * i);
     in1.upload(h1, capture);
     MOEJIT_CU(cuMemcpyHtoDAsync, in2.ids.ptr(), h2.routing.ids.data(), h2.routing.ids.size() * 4, capture);
     MOEJIT_CU(cuMemcpyHtoDAsync, in2.w.ptr(), h2.routing.weights.data(), h2.routing.weights.size() * 4, capture);
@@ -163,24 +163,58 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
   runtime::driver().cuStreamDestroy(eager);
 }
 
+TEST_CASE("a forward of B launches B's plan, whichever batch size ran first") {
+  // The kernels of B = 1 also serve B = 256 (the same compute kernel), but
+  // the streaming roles' grids grow with B: a layer that kept the first B's
+  // grids ran B = 256 on B = 1's 2 dispatch and 3 finalize CTAs.
+  runtime::ScopedContext ctx(0);
+  // A shape no other GPU test uses: the threads test below counts its own
+  // compiles, and kernels of the same shape loaded here would be memory hits.
+  const codegen::MoeConfig config = gpu_test::small_config("grids", 48, 6, 2048, 1024);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() ^ 0x6D1Dull);
+  for (const codegen::ComputePath path : {codegen::ComputePath::exact, codegen::ComputePath::fast}) {
+    runtime::MoeLayerOptions options;
+    options.codegen.path = path;
+    runtime::MoeLayer layer(config, w.device(), options);
+    for (const int b : {1, config.token_capacity, 8}) {
+      const DeviceInputs in(p, b);
+      const std::vector<runtime::RoleLaunch> roles = layer.launches(in.args(b), nullptr);
+      const codegen::MoeLaunchPlan plan = layer.plan(b);
+      REQUIRE(roles.size() == std::size_t(plan.dispatch.launched ? 3 : 2));
+      for (const runtime::RoleLaunch& r : roles) {
+        const codegen::RolePlan& want = r.role == "dispatch"  ? plan.dispatch
+                                        : r.role == "compute" ? plan.compute
+                                                              : plan.finalize;
+        INFO(codegen::path_name(path), " B=", b, " role ", r.role);
+        CHECK(r.dims.grid == unsigned(want.grid));
+        CHECK(r.dims.block == unsigned(want.threads));
+        CHECK(r.dims.dynamic_smem == unsigned(want.smem_bytes));
+      }
+    }
+  }
+}
+
 TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel compiled once") {
   runtime::ScopedContext ctx(0);
   const std::uint64_t seed = gpu_test::seed() ^ 0xBEEFull;
+  // Its shape is its own (no other GPU test builds these kernels), so every
+  // distinct kernel is a compile or a disk hit here, never an earlier test's memory hit.
   const codegen::MoeConfig config = gpu_test::small_config("threads", 64, 6, 2048, 1024);
-  const reference::MoeProblem p = runtime::problem_of(config);
-  const runtime::RandomWeights w = runtime::random_weights(p, seed);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, seed);
   runtime::MoeLayer layer(config, w.device());
   const std::vector<int> batches = {1, 3, 8, 16, 33, 64};
-  std::vector<runtime::RandomInputs> host;
+  std::vector<oracle::RandomInputs> host;
   std::vector<std::unique_ptr<DeviceInputs>> dev;  // read-only for the threads (each has its own y)
   for (std::size_t i = 0; i < batches.size(); ++i) {
-    host.push_back(runtime::random_inputs(p, batches[i], runtime::RoutingKind::uniform, seed + 10 + i));
+    host.push_back(oracle::random_inputs(p, batches[i], oracle::RoutingKind::uniform, seed + 10 + i));
     dev.push_back(std::make_unique<DeviceInputs>(p, batches[i]));
     dev.back()->upload(host.back(), nullptr);
   }
   MOEJIT_CU(cuCtxSynchronize);
 
-  const cache::CounterSnapshot before = runtime::KernelCache::global().counters();
+  const cache::CounterSnapshot before = jit::KernelCache::global().counters();
   constexpr int kThreads = 8, kCalls = 50;
   struct Result {
     int batch_index;
@@ -213,7 +247,7 @@ TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel
     });
   for (auto& th : pool) th.join();
   for (int t = 0; t < kThreads; ++t) CHECK_MESSAGE(errors[t].empty(), "thread " << t << ": " << errors[t]);
-  const cache::CounterSnapshot delta = runtime::KernelCache::global().counters() - before;
+  const cache::CounterSnapshot delta = jit::KernelCache::global().counters() - before;
 
   // Golden: one serial forward per batch size, checked against the CPU reference.
   CUstream s = nullptr;
@@ -235,11 +269,15 @@ TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel
       wrong += r.y != golden[r.batch_index];
       ++total;
     }
-  // Distinct kernels: the planner gives these batch sizes one shape (three role kernels).
-  std::set<std::string> shapes;
-  for (int b : batches)
-    shapes.insert(codegen::moe_compute_spec(layer.kernel_shape(b), {codegen::Arch::sm_90a}).summary());
-  const std::uint64_t distinct = 3 * shapes.size();
+  // Distinct kernels: the role kernels of each distinct plan (the fast path launches no dispatch role).
+  std::set<std::string> shapes, kernels;
+  for (int b : batches) {
+    const codegen::MoeLaunchPlan plan = layer.plan(b);
+    shapes.insert(codegen::moe_compute_spec(layer.config(), plan).summary());
+    for (const codegen::KernelSpec& spec : codegen::moe_role_specs(layer.config(), plan))
+      kernels.insert(spec.summary());
+  }
+  const std::uint64_t distinct = kernels.size();
   MESSAGE(
       fmt::format("{} forwards from {} threads, {} differ from the serial result; kernel cache: {} compiled, {} "
                   "from disk, {} memory hits; {} distinct kernels",
@@ -251,34 +289,6 @@ TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel
   CHECK(layer.kernels_built() == static_cast<int>(shapes.size()));
 }
 
-TEST_CASE("a forced over-large compute grid is refused before launch, naming role, grid and capacity") {
-  runtime::ScopedContext ctx(0);
-  const codegen::MoeConfig config = gpu_test::small_config("residency", 16, 2, 512, 256);
-  const reference::MoeProblem p = runtime::problem_of(config);
-  const runtime::RandomWeights w = runtime::random_weights(p, gpu_test::seed());
-  runtime::MoeLayerOptions options;
-  options.compute_grid = 5000;
-  runtime::MoeLayer layer(config, w.device(), options);
-  DeviceInputs in(p, 4);
-  in.upload(runtime::random_inputs(p, 4, runtime::RoutingKind::uniform, gpu_test::seed() + 1), nullptr);
-  MOEJIT_CU(cuMemsetD8, in.y.ptr(), 0xFF, in.y.bytes());
-  std::string message;
-  try {
-    layer.forward(in.args(4), nullptr);
-  } catch (const runtime::ResidencyError& e) {
-    message = e.what();
-  }
-  MESSAGE(message);
-  CHECK(message.find("role compute: grid 5000 exceeds its resident capacity") != std::string::npos);
-  CHECK(message.find("blocks/SM x 132 SMs") != std::string::npos);
-  CHECK(message.find("at 160 threads and") != std::string::npos);
-  // Nothing was launched: y still holds its poison.
-  std::vector<std::uint16_t> y(in.y.bytes() / 2);
-  MOEJIT_CU(cuCtxSynchronize);
-  in.y.download(y);
-  CHECK(std::count(y.begin(), y.end(), std::uint16_t{0xFFFF}) == static_cast<long>(y.size()));
-}
-
 TEST_CASE("TensorMap cache: same address and shape hit; a new address is a new descriptor") {
   runtime::ScopedContext ctx(0);
   runtime::TensorMapCache& cache = runtime::TensorMapCache::global();
@@ -286,11 +296,11 @@ TEST_CASE("TensorMap cache: same address and shape hit; a new address is a new d
   auto a = std::make_unique<DeviceBuffer>(rows * 64);
   const CUdeviceptr a_ptr = a->ptr();
   const std::uint64_t h0 = cache.hits(), m0 = cache.misses();
-  const runtime::TensorMapBlob first = cache.weight_tile_map(a_ptr, rows);
+  const runtime::TensorMapBlob first = cache.weight_tile_map(a_ptr, rows, 68);
   CHECK(cache.misses() == m0 + 1);
-  CHECK(cache.weight_tile_map(a_ptr, rows) == first);
+  CHECK(cache.weight_tile_map(a_ptr, rows, 68) == first);
   CHECK(cache.hits() == h0 + 1);
-  CHECK(cache.weight_tile_map(a_ptr, rows / 2) != first);  // same pointer, other shape: its own entry
+  CHECK(cache.weight_tile_map(a_ptr, rows / 2, 68) != first);  // same pointer, other shape: its own entry
   CHECK(cache.misses() == m0 + 2);
 
   // Free and reallocate while holding the old block's neighbour: a new address.
@@ -298,10 +308,10 @@ TEST_CASE("TensorMap cache: same address and shape hit; a new address is a new d
   a.reset();
   DeviceBuffer b(rows * 64 * 2);
   REQUIRE(b.ptr() != a_ptr);
-  const runtime::TensorMapBlob second = cache.weight_tile_map(b.ptr(), rows);
+  const runtime::TensorMapBlob second = cache.weight_tile_map(b.ptr(), rows, 68);
   CHECK(cache.misses() == m0 + 3);
   CHECK(second != first);
-  CHECK(second == runtime::encode_weight_tile_map(b.ptr(), rows));  // never stale
-  CHECK(cache.weight_tile_map(b.ptr(), rows) == second);
+  CHECK(second == runtime::encode_weight_tile_map(b.ptr(), rows, 68));  // never stale
+  CHECK(cache.weight_tile_map(b.ptr(), rows, 68) == second);
   CHECK(cache.hits() == h0 + 2);
 }

@@ -10,10 +10,12 @@
 
 #include "cache/bundle.hpp"
 #include "cache/disk_store.hpp"
+#include "codegen/moe_atoms.hpp"
+#include "codegen/moe_config.hpp"
 #include "codegen/moe_kernels.hpp"
 #include "codegen/smoke_kernel.hpp"
 #include "hostile_util.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 
 using namespace moejit;
 using moejit::test::TempDir;
@@ -29,11 +31,14 @@ struct Kernels {
   std::vector<cache::BundleEntry> entries;
   Kernels() {
     std::vector<std::string> warnings;
-    runtime::KernelCache kc(test::quiet_config(root, &warnings));
+    jit::KernelCache kc(test::quiet_config(root, &warnings));
     for (const codegen::KernelSpec& spec :
-         {codegen::smoke_kernel_spec(k_sm90), codegen::moe_weight_transform_spec(256, 4096, 6144, true, k_sm90)}) {
+         {codegen::smoke_kernel_spec(k_sm90),
+          codegen::moe_weight_transform_spec(codegen::builtin_model("glm5.2"),
+                                             *codegen::find_atom(k_sm90, codegen::ComputePath::fast), k_sm90,
+                                             codegen::Projection::w1)}) {
       kc.get_or_build(spec);
-      keys.push_back(runtime::cache_key(spec));
+      keys.push_back(jit::cache_key(spec));
       entries.push_back({keys.back(), test::entry_in(root + "/v1/" + keys.back())});
     }
     cache::write_bundle(bundle, entries);

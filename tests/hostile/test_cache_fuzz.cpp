@@ -20,7 +20,7 @@
 #include "cache/printable.hpp"
 #include "codegen/smoke_kernel.hpp"
 #include "hostile_util.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 
 using namespace moejit;
 using moejit::test::TempDir;
@@ -193,12 +193,12 @@ TEST_CASE("fuzz: mutated meta.json, entry files and bundles: no crash, no hang, 
   std::vector<std::string> warnings;
   std::vector<Original> originals;
   {
-    runtime::KernelCache kc(test::quiet_config(root, &warnings));
+    jit::KernelCache kc(test::quiet_config(root, &warnings));
     for (codegen::Arch arch : {codegen::Arch::sm_90a, codegen::Arch::sm_120a}) {
       const codegen::KernelSpec spec = codegen::smoke_kernel_spec(codegen::Target{arch});
       kc.get_or_build(spec);
       Original o;
-      o.key = runtime::cache_key(spec);
+      o.key = jit::cache_key(spec);
       o.entry = test::entry_in(root + "/v1/" + o.key);
       o.meta_text = test::read_text(root + "/v1/" + o.key + "/meta.json");
       originals.push_back(std::move(o));
@@ -211,7 +211,7 @@ TEST_CASE("fuzz: mutated meta.json, entry files and bundles: no crash, no hang, 
   const test::BundleParts parts = test::split_bundle(bundle_bytes);
   const nlohmann::json manifest = nlohmann::json::parse(parts.manifest);
 
-  cache::DiskStore disk(root, runtime::check_kernel_entry);
+  cache::DiskStore disk(root, jit::check_kernel_entry);
   Tally t;
   bool files_dirty = false;
   for (int i = 0; i < cases; ++i) {
@@ -305,7 +305,7 @@ TEST_CASE("fuzz: mutated meta.json, entry files and bundles: no crash, no hang, 
         const std::vector<cache::BundleEntry> entries = cache::read_bundle(bundle);
         ++t.bundles_read;
         for (const cache::BundleEntry& e : entries) {
-          const cache::EntryVerdict v = runtime::check_kernel_entry(e.key, e.entry);
+          const cache::EntryVerdict v = jit::check_kernel_entry(e.key, e.entry);
           if (!printable_short(v.problem))
             FAIL_CHECK("case " << i << ": an unbounded or unprintable verdict: " << cache::printable(v.problem, 300));
           if (!v.problem.empty()) continue;

@@ -10,10 +10,12 @@
 
 #include "cache/bundle.hpp"
 #include "cache/disk_store.hpp"
+#include "codegen/moe_atoms.hpp"
+#include "codegen/moe_config.hpp"
 #include "codegen/moe_kernels.hpp"
 #include "codegen/smoke_kernel.hpp"
 #include "hostile_util.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 
 using namespace moejit;
 using moejit::test::TempDir;
@@ -25,11 +27,9 @@ struct Built {
   TempDir scratch;
   std::string root = scratch / "cache";
   std::vector<std::string> warnings;
-  runtime::KernelCache cache() { return runtime::KernelCache(test::quiet_config(root, &warnings)); }
+  jit::KernelCache cache() { return jit::KernelCache(test::quiet_config(root, &warnings)); }
   std::string folder(const std::string& key) const { return root + "/v1/" + key; }
-  cache::Loaded load(const std::string& key) const {
-    return cache::DiskStore(root, runtime::check_kernel_entry).load(key);
-  }
+  cache::Loaded load(const std::string& key) const { return cache::DiskStore(root, jit::check_kernel_entry).load(key); }
 };
 
 // The entry under `key` is corrupt for `expected`, and `cache verify` says so (exit 1, the BAD line).
@@ -50,7 +50,7 @@ TEST_CASE(
     "rebuilds it") {
   Built b;
   const codegen::KernelSpec spec = codegen::smoke_kernel_spec(k_sm90);
-  const std::string key = runtime::cache_key(spec);
+  const std::string key = jit::cache_key(spec);
   b.cache().get_or_build(spec);
   std::string expected;
   SUBCASE("\"files\": {}") {
@@ -86,11 +86,17 @@ TEST_CASE(
 TEST_CASE("item 12: the key binds the contents: a swapped cubin, an edited spec or source, an unsealed field") {
   Built b;
   // Two kernels of one family and target that differ only in a constant.
-  const codegen::KernelSpec one = codegen::moe_weight_transform_spec(256, 4096, 6144, true, k_sm90),
-                            two = codegen::moe_weight_transform_spec(256, 4096, 6144, false, k_sm90);
-  const std::string key1 = runtime::cache_key(one), key2 = runtime::cache_key(two);
+  const codegen::KernelSpec one = codegen::moe_weight_transform_spec(
+                                codegen::builtin_model("glm5.2"),
+                                *codegen::find_atom(k_sm90, codegen::ComputePath::fast), k_sm90,
+                                codegen::Projection::w1),
+                            two = codegen::moe_weight_transform_spec(
+                                codegen::builtin_model("glm5.2"),
+                                *codegen::find_atom(k_sm90, codegen::ComputePath::fast), k_sm90,
+                                codegen::Projection::w2);
+  const std::string key1 = jit::cache_key(one), key2 = jit::cache_key(two);
   {
-    runtime::KernelCache kc = b.cache();
+    jit::KernelCache kc = b.cache();
     kc.get_or_build(one);
     kc.get_or_build(two);
   }
@@ -135,7 +141,7 @@ TEST_CASE("item 12: the key binds the contents: a swapped cubin, an edited spec 
 TEST_CASE("item 12: an entry built by another toolkit is stale: never loaded, reported, not a failure") {
   Built b;
   const codegen::KernelSpec spec = codegen::smoke_kernel_spec(k_sm90);
-  const std::string key = runtime::cache_key(spec), theirs = std::string(64, 'e');
+  const std::string key = jit::cache_key(spec), theirs = std::string(64, 'e');
   b.cache().get_or_build(spec);
   // What an older toolkit left: its own key for the spec, its own identity.
   std::filesystem::rename(b.folder(key), b.folder(theirs));

@@ -8,7 +8,7 @@
 
 #include "codegen/smoke_kernel.hpp"
 #include "hostile_util.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 
 using namespace moejit;
 using moejit::test::TempDir;
@@ -22,7 +22,7 @@ bool strict_loads_both(const std::string& dir) {
   std::vector<std::string> warnings;
   cache::Config config = test::quiet_config(dir, &warnings);
   config.no_jit = true;
-  runtime::KernelCache kc(config);
+  jit::KernelCache kc(config);
   try {
     for (codegen::Arch arch : {codegen::Arch::sm_90a, codegen::Arch::sm_120a})
       kc.get_or_build(codegen::smoke_kernel_spec(codegen::Target{arch}));

@@ -45,11 +45,22 @@ const std::string& nvrtc_ptx(std::string_view kernel, codegen::Target target) {
 
 std::vector<codegen::KernelSpec> moe_specs(codegen::Target target) {
   const codegen::MoeConfig config = codegen::builtin_model("glm5.2");
-  const codegen::MoeKernelShape shape =
-      runtime::plan_kernel_shape(config, runtime::MoeLayerOptions{}, 8, codegen::builtin_profile("h200"));
-  const int E = config.local_experts(), H = config.hidden, I = config.intermediate;
-  return {codegen::moe_dispatch_spec(shape, target), codegen::moe_compute_spec(shape, target),
-          codegen::moe_finalize_spec(shape, target), codegen::moe_weight_transform_spec(E, 2 * I, H, true, target)};
+  std::vector<codegen::KernelSpec> out;
+  for (codegen::ComputePath path : {codegen::ComputePath::fast, codegen::ComputePath::exact}) {
+    const codegen::AtomTraits* atom = codegen::find_atom(target, path);
+    if (!atom) continue;
+    codegen::MoeCodegenOptions options;
+    options.path = path;
+    const codegen::DeviceProfile profile = target.arch == codegen::Arch::sm_120a
+                                               ? codegen::builtin_profile("rtx-pro-5000")
+                                               : codegen::builtin_profile("h200");
+    const codegen::MoeLaunchPlan plan = codegen::plan_launch(config, 8, profile, options);
+    out.push_back(codegen::moe_compute_spec(config, plan));
+    out.push_back(codegen::moe_finalize_spec(config, plan));
+    if (auto d = codegen::moe_dispatch_spec(config, plan)) out.push_back(std::move(*d));
+    out.push_back(codegen::moe_weight_transform_spec(config, *atom, target, codegen::Projection::w1));
+  }
+  return out;
 }
 
 std::vector<codegen::KernelSpec> all_kernel_specs() {

@@ -20,8 +20,9 @@ const std::string& nvrtc_ptx(const codegen::KernelSpec& spec);
 // NVRTC's PTX for a built-in kernel ("smoke", "tma-probe", "mma-probe") on `target`.
 const std::string& nvrtc_ptx(std::string_view kernel, codegen::Target target);
 
-// The MoE operator's kernels (dispatch, compute, finalize, weight transform)
-// as the runtime plans them for glm5.2 at B=8 on the H200, built for `target`.
+// The MoE operator's kernels as the launch plan has them for glm5.2 at B=8 on
+// the target's built-in profile, per compute path the target has: compute,
+// finalize, [dispatch,] the W1 transform; the first is the fast path's compute.
 std::vector<codegen::KernelSpec> moe_specs(codegen::Target target);
 // Every kernel moejit compiles, on every target it compiles for: the built-in
 // kernels and the MoE kernels. The round trip and the validate checks run on all.

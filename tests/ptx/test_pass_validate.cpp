@@ -4,8 +4,8 @@
 
 #include "codegen/mma_probe_kernel.hpp"
 #include "codegen/smoke_kernel.hpp"
+#include "jit/kernel_builder.hpp"
 #include "ptx_passes/pipeline.hpp"
-#include "runtime/kernel_builder.hpp"
 #include "tests/ptx/ptx_test_support.hpp"
 
 using namespace moejit;
@@ -33,12 +33,12 @@ std::string without_lines(const std::string& text, std::string_view needle) {
 TEST_CASE("validate: every kernel's final PTX matches its ABI on every target") {
   for (const codegen::KernelSpec& spec : test::all_kernel_specs()) {
     CAPTURE(spec.summary());
-    const ptx::PipelineResult r = ptx::run_pipeline(test::nvrtc_ptx(spec), "k.ptx", runtime::pass_options(spec));
+    const ptx::PipelineResult r = ptx::run_pipeline(test::nvrtc_ptx(spec), "k.ptx", jit::pass_options(spec));
     const ptx::PassStage& v = r.stages[3];
     REQUIRE(v.pass == "validate");
     REQUIRE(!v.skipped);
     CHECK(v.ptx == r.stages[2].ptx);  // it checks, it never changes
-    REQUIRE(v.summary.size() == 1 + runtime::pass_options(spec).abi[0].required_instructions.size());
+    REQUIRE(v.summary.size() == 1 + jit::pass_options(spec).abi[0].required_instructions.size());
     CHECK(v.summary[0].find(std::to_string(spec.params.size()) + " formals match the kernel ABI") != std::string::npos);
   }
 }
@@ -46,7 +46,7 @@ TEST_CASE("validate: every kernel's final PTX matches its ABI on every target") 
 TEST_CASE("validate: the sm_120a MMA probe keeps its block-scaled MMA (FileCheck on the PTX and on the report)") {
   const codegen::KernelSpec spec = codegen::mma_probe_spec(test::sm120());
   const ptx::PipelineResult r =
-      ptx::run_pipeline(test::nvrtc_ptx("mma-probe", test::sm120()), "mma.ptx", runtime::pass_options(spec));
+      ptx::run_pipeline(test::nvrtc_ptx("mma-probe", test::sm120()), "mma.ptx", jit::pass_options(spec));
   test::FileCheckResult fc = test::filecheck(r.final_ptx, R"(
 CHECK-LABEL: .visible .entry moejit_mma_probe(
 CHECK-COUNT-5: .param .u64 .ptr .align 1 moejit_mma_probe_param_
@@ -71,7 +71,7 @@ TEST_CASE("validate: an sm_120a kernel without the block-scaled MMA is rejected,
   // A kernel whose spec demands the MMA but whose code has none.
   codegen::KernelSpec smoke = codegen::smoke_kernel_spec(test::sm120());
   smoke.required_instructions = {codegen::k_block_scaled_mma};
-  ptx::PassError e = test::expect_pass_error([&] { runtime::build_kernel(smoke); });
+  ptx::PassError e = test::expect_pass_error([&] { jit::build_kernel(smoke); });
   CHECK(e.pass() == "validate");
   CHECK(e.expected() == 1);
   CHECK(e.found() == 0);
@@ -80,7 +80,7 @@ TEST_CASE("validate: an sm_120a kernel without the block-scaled MMA is rejected,
   // The MMA probe after a compiler that dropped the instruction.
   const codegen::KernelSpec spec = codegen::mma_probe_spec(test::sm120());
   const std::string lost = without_lines(test::nvrtc_ptx("mma-probe", test::sm120()), "mma.sync");
-  e = test::expect_pass_error([&] { ptx::run_pipeline(lost, "mma.ptx", runtime::pass_options(spec)); });
+  e = test::expect_pass_error([&] { ptx::run_pipeline(lost, "mma.ptx", jit::pass_options(spec)); });
   CHECK(std::string(e.what()).find("entry 'moejit_mma_probe' (sm_120a) " + expected) != std::string::npos);
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("validate: an entry with the wrong formal count is rejected, naming th
   // The ABI declares a sixth formal the PTX does not have.
   codegen::KernelSpec spec = codegen::mma_probe_spec(test::sm120());
   spec.params.push_back({"scale", codegen::ParamType::f32, "float"});
-  ptx::PassError e = test::expect_pass_error([&] { ptx::run_pipeline(nvrtc, "mma.ptx", runtime::pass_options(spec)); });
+  ptx::PassError e = test::expect_pass_error([&] { ptx::run_pipeline(nvrtc, "mma.ptx", jit::pass_options(spec)); });
   CHECK(e.pass() == "validate");
   CHECK(e.expected() == 6);
   CHECK(e.found() == 5);
@@ -104,7 +104,7 @@ TEST_CASE("validate: an entry with the wrong formal count is rejected, naming th
   std::string fewer = test::replace_once(nvrtc, last, "");
   fewer = test::replace_once(fewer, "moejit_mma_probe_param_3,", "moejit_mma_probe_param_3");
   e = test::expect_pass_error(
-      [&] { ptx::run_pipeline(fewer, "mma.ptx", runtime::pass_options(codegen::mma_probe_spec(test::sm120()))); });
+      [&] { ptx::run_pipeline(fewer, "mma.ptx", jit::pass_options(codegen::mma_probe_spec(test::sm120()))); });
   CHECK(e.expected() == 5);
   CHECK(e.found() == 4);
   CHECK(std::string(e.what()).find("missing formal 4: '.u64 moejit_mma_probe_param_4' (d (ptr))") != std::string::npos);
@@ -112,7 +112,7 @@ TEST_CASE("validate: an entry with the wrong formal count is rejected, naming th
   // One formal too many in the PTX: the extra one is shown where it is.
   spec = codegen::mma_probe_spec(test::sm120());
   spec.params.pop_back();
-  e = test::expect_pass_error([&] { ptx::run_pipeline(nvrtc, "mma.ptx", runtime::pass_options(spec)); });
+  e = test::expect_pass_error([&] { ptx::run_pipeline(nvrtc, "mma.ptx", jit::pass_options(spec)); });
   CHECK(e.found() == 5);
   CHECK(std::string(e.what()).find("note: unexpected formal 4: '.param .u64 .ptr .align 1 moejit_mma_probe_param_4'") !=
         std::string::npos);
@@ -122,7 +122,7 @@ TEST_CASE("validate: a formal of the wrong type is rejected with both declaratio
   codegen::KernelSpec spec = codegen::mma_probe_spec(test::sm120());
   spec.params[4].type = codegen::ParamType::u32;
   const ptx::PassError e = test::expect_pass_error(
-      [&] { ptx::run_pipeline(test::nvrtc_ptx("mma-probe", test::sm120()), "mma.ptx", runtime::pass_options(spec)); });
+      [&] { ptx::run_pipeline(test::nvrtc_ptx("mma-probe", test::sm120()), "mma.ptx", jit::pass_options(spec)); });
   CHECK(std::string(e.what()).find("formal 4 is '.param .u64 .ptr .align 1 moejit_mma_probe_param_4', the kernel ABI "
                                    "says '.u32 moejit_mma_probe_param_4' (d (u32))") != std::string::npos);
 }

@@ -6,8 +6,8 @@
 
 #include "codegen/smoke_kernel.hpp"
 #include "codegen/tma_probe_kernel.hpp"
+#include "jit/kernel_builder.hpp"
 #include "ptx_passes/pipeline.hpp"
-#include "runtime/kernel_builder.hpp"
 #include "tests/ptx/ptx_test_support.hpp"
 
 using namespace moejit;
@@ -22,7 +22,7 @@ TEST_CASE("build_kernel keeps the PTX after every pass and assembles the last, f
     CAPTURE(kernel->name);
     CAPTURE(target.name());
     const codegen::KernelSpec spec = kernel->spec(target);
-    const runtime::BuildArtifacts built = runtime::build_kernel(spec);
+    const jit::BuildArtifacts built = jit::build_kernel(spec);
     REQUIRE(built.stages.size() == 4);
     CHECK(built.ptx == test::nvrtc_ptx(kernel->name, target));
     CHECK(built.final_ptx == built.stages.back().ptx);
@@ -42,7 +42,7 @@ TEST_CASE("build_kernel keeps the PTX after every pass and assembles the last, f
 
 TEST_CASE("pass_options: what a KernelSpec asks of each pass") {
   codegen::KernelSpec smoke = codegen::smoke_kernel_spec(test::sm90());
-  ptx::PipelineOptions o = runtime::pass_options(smoke);
+  ptx::PipelineOptions o = jit::pass_options(smoke);
   CHECK(o.version.cap == ptx::PtxVersion{9, 0});  // NVRTC and nvJitLink of CUDA 13.0
   CHECK(o.occupancy.empty());
   CHECK(o.tensormaps.empty());
@@ -55,14 +55,14 @@ TEST_CASE("pass_options: what a KernelSpec asks of each pass") {
 
   smoke.target_blocks_per_sm = 2;
   smoke.max_registers = 96;
-  o = runtime::pass_options(smoke);
+  o = jit::pass_options(smoke);
   REQUIRE(o.occupancy.size() == 1);
   CHECK(o.occupancy[0].entry == "moejit_smoke_mxfp4_dequant");
   CHECK(o.occupancy[0].expect_min_ctas == 1);
   CHECK(o.occupancy[0].min_ctas == 2);
   CHECK(o.occupancy[0].max_registers == 96);
 
-  o = runtime::pass_options(codegen::tma_probe_spec(test::sm120()));
+  o = jit::pass_options(codegen::tma_probe_spec(test::sm120()));
   REQUIRE(o.tensormaps.size() == 3);
   for (int i = 0; i < 3; ++i) {
     CHECK(o.tensormaps[i].formal == "moejit_tma_probe_param_" + std::to_string(i));
@@ -75,11 +75,11 @@ TEST_CASE("pass_options: what a KernelSpec asks of each pass") {
 
 TEST_CASE("a planner's co-residency and register cap reach the cubin through the KernelSpec") {
   codegen::KernelSpec spec = codegen::smoke_kernel_spec(test::sm90());
-  const int free_registers = runtime::build_kernel(spec).resources.find(spec.entry_name())->registers;
+  const int free_registers = jit::build_kernel(spec).resources.find(spec.entry_name())->registers;
   spec.target_blocks_per_sm = 2;
   spec.max_registers = 40;
   REQUIRE(free_registers > 40);
-  const runtime::BuildArtifacts built = runtime::build_kernel(spec);
+  const jit::BuildArtifacts built = jit::build_kernel(spec);
   CHECK(built.final_ptx.find("\n.minnctapersm 2\n.maxnreg 40\n{") != std::string::npos);
   CHECK(built.resources.find(spec.entry_name())->registers <= 40);
   CHECK(built.stages[1].summary ==
@@ -93,8 +93,8 @@ TEST_CASE("build_from_ptx: the passes and nvJitLink for PTX from another fronten
   ptx::PipelineOptions o;
   o.tensormaps = {{"", "tmap_w", 1}, {"", "tmap_x", 1}};
   o.occupancy = {{"", 1, 2, 64}};
-  const runtime::BuildArtifacts built =
-      runtime::build_from_ptx(test::read_fixture("user_tma.ptx"), "user_tma.ptx", test::sm90(), o);
+  const jit::BuildArtifacts built =
+      jit::build_from_ptx(test::read_fixture("user_tma.ptx"), "user_tma.ptx", test::sm90(), o);
   CHECK(built.stages.size() == 4);
   CHECK(built.final_ptx.find(".param .align 128 .b8 tmap_x[128]") != std::string::npos);
   REQUIRE(built.resources.find("user_tma_load") != nullptr);
@@ -116,11 +116,10 @@ TEST_CASE("the KernelSpec fields the passes read round-trip through JSON") {
 }
 
 TEST_CASE("the planner's register cap reaches the MoE compute role as .maxnreg") {
-  const codegen::KernelSpec spec = test::moe_specs(test::sm90())[1];
+  const codegen::KernelSpec spec = test::moe_specs(test::sm90())[0];
   REQUIRE(spec.kernel == "moe_compute");
-  REQUIRE(spec.max_registers > 0);  // eq. (4): the cap for the planned co-residency
-  const ptx::PipelineResult r =
-      ptx::run_pipeline(test::nvrtc_ptx(spec), "moe_compute.ptx", runtime::pass_options(spec));
+  REQUIRE(spec.max_registers > 0);  // the launch plan's cap for the planned co-residency
+  const ptx::PipelineResult r = ptx::run_pipeline(test::nvrtc_ptx(spec), "moe_compute.ptx", jit::pass_options(spec));
   const std::string cap = ".maxnreg " + std::to_string(spec.max_registers);
   CHECK(r.stages[1].summary.back().find(cap + " inserted") != std::string::npos);
   const test::FileCheckResult fc =

@@ -10,8 +10,9 @@
 #include "cache/bundle.hpp"
 #include "cache_test_util.hpp"
 #include "codegen/moe_config.hpp"
+#include "codegen/moe_kernels.hpp"
 #include "codegen/smoke_kernel.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 #include "runtime/moe_layer.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/precompile.hpp"
@@ -47,7 +48,7 @@ TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields
   for (const char* profile : {"h200", "rtx-pro-5000"})
     for (int b = 1; b <= 256; ++b)
       for (const codegen::KernelSpec& s :
-           runtime::moe_kernel_specs(*r.config, runtime::MoeLayerOptions{}, b, codegen::builtin_profile(profile))) {
+           codegen::moe_kernel_specs(*r.config, b, codegen::builtin_profile(profile), r.options)) {
         expected.insert(nlohmann::json(s).dump());
         ++requested;
       }
@@ -58,7 +59,7 @@ TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields
   CHECK(specs.size() < requested);  // batch sizes share kernels
   MESSAGE(specs.size() << " distinct kernels for " << requested << " (target, batch, role) requests");
   std::set<std::string> keys;
-  for (const codegen::KernelSpec& s : specs) keys.insert(runtime::cache_key(s));
+  for (const codegen::KernelSpec& s : specs) keys.insert(jit::cache_key(s));
   CHECK(keys.size() == specs.size());  // distinct specs never share a key
 
   // --ranks splits the experts; the local count is what the kernels specialize on.
@@ -108,12 +109,12 @@ TEST_CASE("precompile --config: the file's model, and a bad field named") {
 
   // A shape the planner rejects can never run: an error naming B, the profile and the reason.
   r.config = codegen::builtin_model("glm5.2");
-  r.config->ranks = 8;
-  r.config->dispatch_sms = 80;
   r.batches = {1};
   r.targets = {codegen::Target{codegen::Arch::sm_120a}};
+  r.options.path = codegen::ComputePath::exact;
   CHECK_THROWS_WITH(tools::kernels_to_precompile(r),
-                    doctest::Contains("B = 1 cannot be planned on rtx-pro-5000 (sm_120a): "));
+                    doctest::Contains("B = 1 cannot be planned on rtx-pro-5000 (sm_120a): rtx-pro-5000 (sm_120a) has "
+                                      "no exact compute path"));
 
   test::write_text(scratch / "bad.json", R"({"experts": 64, "top_k": 4, "hidden": 520, "intermediate": 1024})");
   const test::ProcessResult bad =
@@ -165,17 +166,18 @@ TEST_CASE("cache ls, verify (and --remove), stats and clear") {
   const test::ProcessResult ls = moejit_cli(scratch, dir, {"cache", "ls"});
   INFO(ls.output);
   CHECK(ls.exit_code == 0);
-  CHECK(has(ls.output, "smoke_mxfp4_dequant<kThreads=256> @ sm_90a"));
-  CHECK(has(ls.output, "smoke_mxfp4_dequant<kThreads=256> @ sm_120a"));
+  CHECK(has(ls.output, "smoke_mxfp4_dequant<kThreads=256> threads=256 min_blocks=1 @ sm_90a"));
+  CHECK(has(ls.output, "smoke_mxfp4_dequant<kThreads=256> threads=256 min_blocks=1 @ sm_120a"));
   CHECK(has(ls.output, "2 entries"));
 
   CHECK(moejit_cli(scratch, dir, {"cache", "verify"}).exit_code == 0);
-  const std::string key = runtime::cache_key(codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_120a}));
+  const std::string key = jit::cache_key(codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_120a}));
   test::flip_byte(dir + "/v1/" + key + "/kernel.cubin", 64);
   const test::ProcessResult bad = moejit_cli(scratch, dir, {"cache", "verify"});
   INFO(bad.output);
   CHECK(bad.exit_code == 1);
-  CHECK(has(bad.output, "BAD  " + key.substr(0, 16) + "  smoke_mxfp4_dequant<kThreads=256> @ sm_120a: kernel.cubin"));
+  CHECK(has(bad.output, "BAD  " + key.substr(0, 16) +
+                            "  smoke_mxfp4_dequant<kThreads=256> threads=256 min_blocks=1 @ sm_120a: kernel.cubin"));
   CHECK(has(bad.output, "verified 2 entries: 1 ok, 1 bad"));
   const test::ProcessResult removed = moejit_cli(scratch, dir, {"cache", "verify", "--remove"});
   CHECK(has(removed.output, "(removed)"));
@@ -201,7 +203,8 @@ TEST_CASE("export and import: a relocatable bundle, verified, refused from anoth
   REQUIRE(moejit_cli(scratch, here, precompile).exit_code == 0);
   const test::ProcessResult exported = moejit_cli(scratch, here, {"cache", "export", bundle});
   INFO(exported.output);
-  CHECK(has(exported.output, "exported 5 entries"));  // the three roles and the two weight transforms
+  // dispatch (the default exact path stages BF16 images of x), compute, finalize and the two transforms
+  CHECK(has(exported.output, "exported 5 entries"));
 
   const test::ProcessResult imported = moejit_cli(scratch, there, {"cache", "import", bundle});
   INFO(imported.output);
@@ -246,9 +249,7 @@ TEST_CASE("acceptance 4 from the CLI: strict mode fails a miss naming the key an
   CHECK(r.exit_code == 1);
   // The first kernel `run` asks for (no GPU: planned on the h200 profile).
   const codegen::KernelSpec first =
-      runtime::moe_kernel_specs(codegen::builtin_model("glm5.2"), runtime::MoeLayerOptions{}, 8,
-                                codegen::builtin_profile("h200"))
-          .front();
+      codegen::moe_kernel_specs(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), {}).front();
   CHECK(has(r.output, "MOEJIT_NO_JIT=1 forbids compiling, and kernel " + first.summary() + " (key " +
-                          runtime::cache_key(first) + ") is not in the kernel cache"));
+                          jit::cache_key(first) + ") is not in the kernel cache"));
 }

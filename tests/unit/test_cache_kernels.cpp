@@ -6,7 +6,7 @@
 #include "cache/sha256.hpp"
 #include "cache_test_util.hpp"
 #include "codegen/smoke_kernel.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 
 using namespace moejit;
 using moejit::test::TempDir;
@@ -16,7 +16,7 @@ const codegen::KernelSpec& smoke_90() {
   static const codegen::KernelSpec s = codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a});
   return s;
 }
-std::string cubin_sha(const runtime::CachedKernel& k) {
+std::string cubin_sha(const jit::CachedKernel& k) {
   return cache::sha256_hex(std::string_view(k.cubin.data(), k.cubin.size()));
 }
 }  // namespace
@@ -24,13 +24,13 @@ std::string cubin_sha(const runtime::CachedKernel& k) {
 TEST_CASE("get_or_build: compiled, then a memory hit, then a disk hit in a new process") {
   TempDir tmp;
   std::vector<std::string> warnings;
-  std::shared_ptr<const runtime::CachedKernel> first;
+  std::shared_ptr<const jit::CachedKernel> first;
   {
-    runtime::KernelCache kc(test::quiet_config(tmp.path(), &warnings));
+    jit::KernelCache kc(test::quiet_config(tmp.path(), &warnings));
     cache::Source source;
     first = kc.get_or_build(smoke_90(), &source);
     CHECK(source == cache::Source::compiled);
-    CHECK(first->key == runtime::cache_key(smoke_90()));
+    CHECK(first->key == jit::cache_key(smoke_90()));
     CHECK(first->spec == smoke_90());
     CHECK(std::string(first->cubin.data() + 1, 3) == "ELF");
     CHECK(first->source.find("moejit_smoke_mxfp4_dequant(") != std::string::npos);
@@ -51,13 +51,13 @@ TEST_CASE("get_or_build: compiled, then a memory hit, then a disk hit in a new p
     // (a parameter's declaration) is still another kernel.
     codegen::KernelSpec other = smoke_90();
     other.params[0].cxx_type = "const moejit::u8*";
-    REQUIRE(runtime::KernelSpecHash{}(other) == runtime::KernelSpecHash{}(smoke_90()));
+    REQUIRE(jit::KernelSpecHash{}(other) == jit::KernelSpecHash{}(smoke_90()));
     const auto second = kc.get_or_build(other, &source);
     CHECK(source == cache::Source::compiled);
     CHECK(second->key != first->key);
     CHECK(kc.get_or_build(smoke_90()) == first);
   }
-  runtime::KernelCache fresh(test::quiet_config(tmp.path(), &warnings));
+  jit::KernelCache fresh(test::quiet_config(tmp.path(), &warnings));
   cache::Source source;
   const auto loaded = fresh.get_or_build(smoke_90(), &source);
   CHECK(source == cache::Source::disk);
@@ -77,15 +77,15 @@ TEST_CASE("acceptance 3: a flipped byte in a cached cubin is detected, reported 
   std::vector<std::string> warnings;
   std::string good_sha;
   {
-    runtime::KernelCache kc(test::quiet_config(tmp.path(), &warnings));
+    jit::KernelCache kc(test::quiet_config(tmp.path(), &warnings));
     good_sha = cubin_sha(*kc.get_or_build(smoke_90()));
   }
-  const std::string key = runtime::cache_key(smoke_90());
+  const std::string key = jit::cache_key(smoke_90());
   const std::string cubin_path = tmp.path() + "/v1/" + key + "/kernel.cubin";
   test::flip_byte(cubin_path, 100);
   REQUIRE(cache::sha256_hex(test::read_text(cubin_path)) != good_sha);
 
-  runtime::KernelCache kc(test::quiet_config(tmp.path(), &warnings));
+  jit::KernelCache kc(test::quiet_config(tmp.path(), &warnings));
   cache::Source source;
   const auto k = kc.get_or_build(smoke_90(), &source);
   CHECK(source == cache::Source::compiled);
@@ -98,7 +98,7 @@ TEST_CASE("acceptance 3: a flipped byte in a cached cubin is detected, reported 
   CHECK(warnings[0].find("kernel.cubin: SHA-256 differs from meta.json") != std::string::npos);
   // The entry on disk was replaced with a good one.
   CHECK(cache::sha256_hex(test::read_text(cubin_path)) == good_sha);
-  runtime::KernelCache later(test::quiet_config(tmp.path(), &warnings));
+  jit::KernelCache later(test::quiet_config(tmp.path(), &warnings));
   later.get_or_build(smoke_90(), &source);
   CHECK(source == cache::Source::disk);
   CHECK(warnings.size() == 1);
@@ -108,7 +108,7 @@ TEST_CASE("acceptance 4: a read-only cache directory works from memory with one 
   TempDir tmp;
   test::write_text(tmp / "file", "");  // MOEJIT_CACHE_DIR under a regular file: unwritable, even for root
   std::vector<std::string> warnings;
-  runtime::KernelCache kc(test::quiet_config(tmp / "file/moejit", &warnings));
+  jit::KernelCache kc(test::quiet_config(tmp / "file/moejit", &warnings));
   const codegen::KernelSpec smoke_120 = codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_120a});
   cache::Source a, b, c;
   kc.get_or_build(smoke_90(), &a);
@@ -129,16 +129,16 @@ TEST_CASE("acceptance 4: strict mode fails a miss naming the key and the spec, a
   std::vector<std::string> warnings;
   cache::Config strict = test::quiet_config(tmp.path(), &warnings);
   strict.no_jit = true;
-  const std::string key = runtime::cache_key(smoke_90());
+  const std::string key = jit::cache_key(smoke_90());
   {
-    runtime::KernelCache kc(strict);
+    jit::KernelCache kc(strict);
     CHECK_THROWS_WITH_AS(kc.get_or_build(smoke_90()), doctest::Contains((key + ") is not in the kernel cache").c_str()),
                          cache::StrictMissError);
     CHECK_THROWS_WITH(kc.get_or_build(smoke_90()), doctest::Contains(smoke_90().summary().c_str()));
     CHECK(kc.counters().compiles == 0);
   }
-  runtime::KernelCache(test::quiet_config(tmp.path(), &warnings)).get_or_build(smoke_90());
-  runtime::KernelCache kc(strict);
+  jit::KernelCache(test::quiet_config(tmp.path(), &warnings)).get_or_build(smoke_90());
+  jit::KernelCache kc(strict);
   cache::Source source;
   kc.get_or_build(smoke_90(), &source);
   CHECK(source == cache::Source::disk);

@@ -7,8 +7,8 @@
 #include "cache/key.hpp"
 #include "codegen/compiler_identity.hpp"
 #include "codegen/smoke_kernel.hpp"
+#include "jit/kernel_cache.hpp"
 #include "ptx_passes/pipeline_version.hpp"
-#include "runtime/kernel_cache.hpp"
 #include "templates/registry.hpp"
 
 using namespace moejit;
@@ -57,7 +57,7 @@ TEST_CASE("each key input alone changes the key") {
 
 TEST_CASE("the key inputs of a KernelSpec are its identity, JSON, template closure and pass version") {
   const codegen::KernelSpec spec = codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a});
-  const cache::KeyInputs in = runtime::key_inputs(spec);
+  const cache::KeyInputs in = jit::key_inputs(spec);
   CHECK(in.identity_json == nlohmann::json(codegen::compiler_identity(spec.target)).dump());
   CHECK(in.spec_json == nlohmann::json(spec).dump());
   CHECK(in.pass_pipeline_version == ptx::k_pass_pipeline_version);
@@ -73,21 +73,21 @@ TEST_CASE("the key inputs of a KernelSpec are its identity, JSON, template closu
 TEST_CASE("kernel keys: equal specs key equally, every input change rekeys") {
   using codegen::Arch;
   const codegen::KernelSpec spec = codegen::smoke_kernel_spec(codegen::Target{Arch::sm_90a});
-  const std::string key = runtime::cache_key(spec);
+  const std::string key = jit::cache_key(spec);
 
   SUBCASE("only then: a copy, and a spec round-tripped through meta.json, key identically") {
-    CHECK(runtime::cache_key(codegen::smoke_kernel_spec(codegen::Target{Arch::sm_90a})) == key);
-    CHECK(runtime::cache_key(nlohmann::json(spec).get<codegen::KernelSpec>()) == key);
-    CHECK(runtime::key_inputs(spec) == runtime::key_inputs(spec));
+    CHECK(jit::cache_key(codegen::smoke_kernel_spec(codegen::Target{Arch::sm_90a})) == key);
+    CHECK(jit::cache_key(nlohmann::json(spec).get<codegen::KernelSpec>()) == key);
+    CHECK(jit::key_inputs(spec) == jit::key_inputs(spec));
   }
   SUBCASE("a spec constant") {
-    CHECK(runtime::cache_key(codegen::smoke_kernel_spec(codegen::Target{Arch::sm_90a}, 128)) != key);
+    CHECK(jit::cache_key(codegen::smoke_kernel_spec(codegen::Target{Arch::sm_90a}, 128)) != key);
     codegen::KernelSpec s = spec;
     s.constants[0].second += 1;  // the constant alone, launch bounds untouched
-    CHECK(runtime::cache_key(s) != key);
+    CHECK(jit::cache_key(s) != key);
   }
   SUBCASE("the target (and so the identity)") {
-    CHECK(runtime::cache_key(codegen::smoke_kernel_spec(codegen::Target{Arch::sm_120a})) != key);
+    CHECK(jit::cache_key(codegen::smoke_kernel_spec(codegen::Target{Arch::sm_120a})) != key);
   }
   SUBCASE("each field of the compiler identity") {
     const codegen::CompilerIdentity id = codegen::compiler_identity(spec.target);
@@ -99,20 +99,20 @@ TEST_CASE("kernel keys: equal specs key equally, every input change rekeys") {
     variants[4].nvrtc_options.push_back("-G");
     variants[5].nvjitlink_options.push_back("-lineinfo");
     for (const codegen::CompilerIdentity& v : variants) {
-      cache::KeyInputs in = runtime::key_inputs(spec);
+      cache::KeyInputs in = jit::key_inputs(spec);
       in.identity_json = nlohmann::json(v).dump();
       CHECK(cache::compute_key(in) != key);
     }
   }
   SUBCASE("a template byte, in the kernel's template or in one it includes") {
     for (size_t t = 0; t < 2; ++t) {
-      cache::KeyInputs in = runtime::key_inputs(spec);
+      cache::KeyInputs in = jit::key_inputs(spec);
       in.templates[t].second.back() ^= 0x20;
       CHECK(cache::compute_key(in) != key);
     }
   }
   SUBCASE("the pass-pipeline version") {
-    cache::KeyInputs in = runtime::key_inputs(spec);
+    cache::KeyInputs in = jit::key_inputs(spec);
     in.pass_pipeline_version = ptx::k_pass_pipeline_version + 1;
     CHECK(cache::compute_key(in) != key);
   }

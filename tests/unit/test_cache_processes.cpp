@@ -10,7 +10,7 @@
 #include "cache/sha256.hpp"
 #include "cache_test_util.hpp"
 #include "codegen/smoke_kernel.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 
 using namespace moejit;
 using moejit::test::TempDir;
@@ -54,7 +54,7 @@ TEST_CASE("acceptance 2: 8 processes, one missing key: one compile, one cubin, n
   const std::string dir = scratch / "cache";
   const std::vector<nlohmann::json> results = run_probes(scratch, dir, 8);
 
-  const std::string key = runtime::cache_key(codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
+  const std::string key = jit::cache_key(codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
   cache::DiskStore disk(dir);
   const cache::Loaded on_disk = disk.load(key);
   REQUIRE(on_disk.status == cache::LoadStatus::hit);  // verified: every hash matches meta.json

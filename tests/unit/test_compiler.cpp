@@ -7,7 +7,7 @@
 #include "codegen/nvjitlink_linker.hpp"
 #include "codegen/nvrtc_compiler.hpp"
 #include "codegen/smoke_kernel.hpp"
-#include "runtime/kernel_builder.hpp"
+#include "jit/kernel_builder.hpp"
 
 using namespace moejit;
 
@@ -15,7 +15,7 @@ TEST_CASE("smoke kernel compiles to PTX and cubin for every target, with a sane 
   for (codegen::Target target : codegen::all_targets()) {
     CAPTURE(target.name());
     const codegen::KernelSpec spec = codegen::smoke_kernel_spec(target);
-    const runtime::BuildArtifacts built = runtime::build_kernel(spec);
+    const jit::BuildArtifacts built = jit::build_kernel(spec);
     CHECK(built.ptx.find(".target " + std::string(target.name())) != std::string::npos);
     CHECK(built.ptx.find(".visible .entry " + spec.entry_name()) != std::string::npos);
     // An ELF cubin.

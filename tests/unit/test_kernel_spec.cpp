@@ -11,7 +11,7 @@ TEST_CASE("kernel spec JSON round trip") {
   const KernelSpec spec = smoke_kernel_spec(Target{Arch::sm_120a}, 128);
   const nlohmann::json j = spec;
   CHECK(j.get<KernelSpec>() == spec);
-  CHECK(spec.summary() == "smoke_mxfp4_dequant<kThreads=128> @ sm_120a");
+  CHECK(spec.summary() == "smoke_mxfp4_dequant<kThreads=128> threads=128 min_blocks=1 @ sm_120a");
   CHECK(spec.constant("kThreads") == 128);
   CHECK_THROWS(spec.constant("kNope"));
 }

@@ -1,122 +1,140 @@
-// The MoE kernels without a GPU: they compile and assemble for every shape
-// the layer can choose, and the packed weight layout decodes (with the
-// kernel's own bit recipe, emulated here) to the checkpoint values.
+// The MoE kernels without a GPU: every kernel the launch plan can choose
+// compiles and assembles within its plan (registers, no spills, its MMA, wgmma
+// left asynchronous), and the layer's input checks.
 #include <doctest/doctest.h>
 
-#include <bit>
-#include <cmath>
-#include <random>
+#include <map>
+#include <set>
 
 #include "codegen/moe_kernels.hpp"
-#include "runtime/kernel_builder.hpp"
+#include "codegen/planner.hpp"
+#include "jit/kernel_builder.hpp"
 #include "runtime/moe_layer.hpp"
-#include "runtime/mx_format.hpp"
-#include "runtime/weight_pack.hpp"
 
 using namespace moejit;
 
 namespace {
-std::uint32_t rotr(std::uint32_t x, int n) {
-  return std::rotr(x, n);
+struct Variant {
+  codegen::MoeConfig config;
+  codegen::DeviceProfile profile;
+  codegen::MoeCodegenOptions options;
+};
+
+// Every (built-in model, target profile, path) the planner serves.
+std::vector<Variant> variants() {
+  std::vector<Variant> out;
+  for (const std::string& model : codegen::builtin_model_names())
+    for (const char* profile : {"h200", "rtx-pro-5000"})
+      for (codegen::ComputePath path : {codegen::ComputePath::fast, codegen::ComputePath::exact}) {
+        const codegen::DeviceProfile p = codegen::builtin_profile(profile);
+        if (!codegen::find_atom(p.target, path)) continue;
+        codegen::MoeCodegenOptions o;
+        o.path = path;
+        out.push_back({codegen::builtin_model(model), p, o});
+      }
+  return out;
 }
 
-// The sm_90a atom's dequantization of one fragment word (moe_atom_sm90.cuh),
-// in exact arithmetic: BF16 bit patterns times 2^(s-1).
-void dequant_word(std::uint32_t q, int code, double (&out)[8]) {
-  constexpr std::uint32_t kPair = 0x81C081C0u;
-  const std::uint32_t pairs[4] = {q & kPair, rotr(q, 4) & kPair, rotr(q, 10) & kPair,
-                                  (rotr(q, 6) & 0x81808180u) | (rotr(q, 14) & 0x00400040u)};
-  for (int p = 0; p < 4; ++p) {
-    out[2 * p] = mx::bf16_value(pairs[p] & 0xFFFF) * std::ldexp(1.0, code - 1);
-    out[2 * p + 1] = mx::bf16_value(pairs[p] >> 16) * std::ldexp(1.0, code - 1);
-  }
+// The SM sub-partition rule the plan's register cap is derived from, checked
+// against the registers the cubin really uses.
+bool resident(const codegen::RolePlan& r, int registers, const codegen::DeviceProfile& d) {
+  const int warps_per_partition = (r.blocks_per_sm * r.threads / 32 + 3) / 4;
+  const int regs_per_warp = (registers * 32 + 255) / 256 * 256;
+  return warps_per_partition * regs_per_warp <= d.regs_per_sm / 4 &&
+         r.blocks_per_sm * r.threads <= d.max_threads_per_sm &&
+         r.blocks_per_sm * (r.smem_bytes + 1024) <= d.smem_per_sm;
 }
 }  // namespace
 
-TEST_CASE("packed fragments decode to the checkpoint's values with the kernel's recipe") {
-  const int experts = 2, rows = 128, k = 256;
-  std::mt19937 rng(std::random_device{}());
-  std::vector<std::uint8_t> payload(std::size_t(experts) * rows * k / 2), scales(std::size_t(experts) * rows * k / 32);
-  for (auto& b : payload) b = static_cast<std::uint8_t>(rng());
-  for (auto& s : scales) s = static_cast<std::uint8_t>(rng() % 129);  // every code the sm_90a path accepts
-  for (bool interleave : {false, true}) {
-    const runtime::PackedProjection packed = runtime::pack_projection(payload, scales, experts, rows, k, interleave);
-    int mismatches = 0;
-    for (int e = 0; e < experts; ++e)
-      for (int kb = 0; kb < k / 128; ++kb)
-        for (int n = 0; n < rows; ++n) {
-          // Which checkpoint row sits at packed row n.
-          int src = n;
-          if (interleave) {
-            const int i = (n / 64) * 32 + ((n % 64) / 16) * 8 + n % 8;
-            src = (n % 16) < 8 ? i : rows / 2 + i;
-          }
-          const std::uint32_t scale_word = packed.scales[(std::size_t(e) * (k / 128) + kb) * rows + n];
-          for (int t = 0; t < 4; ++t)
-            for (int j = 0; j < 4; ++j) {
-              double got[8];
-              const int code = (scale_word >> (8 * j)) & 0xFF;
-              dequant_word(packed.payload[((std::size_t(e) * (k / 128) + kb) * rows + n) * 16 + 4 * t + j], code, got);
-              const int pair_k[4] = {32 * j + 2 * t, 32 * j + 2 * t + 8, 32 * j + 16 + 2 * t, 32 * j + 24 + 2 * t};
-              for (int p = 0; p < 4; ++p)
-                for (int h = 0; h < 2; ++h) {
-                  const int kk = kb * 128 + pair_k[p] + h;
-                  const std::uint8_t byte = payload[(std::size_t(e) * rows + src) * (k / 2) + kk / 2];
-                  const double want = mx::e2m1_value(kk % 2 ? byte >> 4 : byte & 0xF) *
-                                      mx::ue8m0_value(scales[(std::size_t(e) * rows + src) * (k / 32) + kk / 32]);
-                  mismatches += got[2 * p + h] != want;
-                }
-            }
-        }
-    CHECK(mismatches == 0);
-  }
-}
-
-TEST_CASE("every MoE kernel compiles and assembles for sm_90a at every tile width and depth") {
-  const codegen::Target target{codegen::Arch::sm_90a};
-  for (int tile_n : {16, 32, 48, 64}) {
-    codegen::MoeKernelShape shape{256, 8, 6144, 2048, tile_n, 2};
-    shape.stages = tile_n <= 32 ? 8 : 4;
-    CAPTURE(tile_n);
-    for (const codegen::KernelSpec& spec :
-         {codegen::moe_compute_spec(shape, target), codegen::moe_dispatch_spec(shape, target)}) {
-      const runtime::BuildArtifacts built = runtime::build_kernel(spec);
-      const codegen::KernelResources* res = built.resources.find(spec.entry_name());
-      REQUIRE(res);
-      CHECK(res->spill_store_bytes == 0);
-      CHECK(res->local_bytes == 0);
-      for (const std::string& instr : spec.required_instructions)
-        CHECK(built.final_ptx.find(instr) != std::string::npos);
+TEST_CASE("plan == launch: every kernel of both models at B = 1..256 on every target fits its plan") {
+  std::map<std::string, jit::BuildArtifacts> built;  // by the spec's every key field
+  int plans = 0;
+  for (const Variant& v : variants()) {
+    CAPTURE(v.config.name);
+    CAPTURE(v.profile.name);
+    CAPTURE(codegen::path_name(*v.options.path));
+    for (int b = 1; b <= 256; ++b) {
+      const codegen::MoeLaunchPlan plan = codegen::plan_launch(v.config, b, v.profile, v.options);
+      ++plans;
+      // The grid is the planned residency on every SM; the compute role is persistent.
+      REQUIRE(plan.compute.grid == plan.compute.blocks_per_sm * v.profile.sm_count);
+      for (const codegen::KernelSpec& spec : codegen::moe_role_specs(v.config, plan)) {
+        const codegen::RolePlan& role = spec.kernel == "moe_dispatch"  ? plan.dispatch
+                                        : spec.kernel == "moe_compute" ? plan.compute
+                                                                       : plan.finalize;
+        REQUIRE(role.launched);
+        // What the entry is compiled for is what the plan launches.
+        CHECK(spec.threads == role.threads);
+        if (spec.kernel != "moe_compute") continue;
+        CHECK(spec.min_blocks_per_sm == role.blocks_per_sm);
+        CHECK(spec.max_registers == role.register_cap);
+        auto it = built.find(spec.summary());
+        if (it == built.end()) it = built.emplace(spec.summary(), jit::build_kernel(spec)).first;
+        // The entry's static_asserts held (SMEM, threads, workspace): it compiled. What ptxas allocated fits.
+        const codegen::KernelResources* res = it->second.resources.find(spec.entry_name());
+        REQUIRE(res);
+        CHECK(res->registers <= role.register_cap);
+        CHECK(res->spill_store_bytes == 0);
+        CHECK(res->local_bytes == 0);
+        CHECK(resident(role, res->registers, v.profile));
+        for (const std::string& instr : spec.required_instructions)
+          CHECK(it->second.final_ptx.find(instr) != std::string::npos);
+        // ptxas keeps wgmma asynchronous only when it does not report serializing it.
+        CHECK(it->second.link_log.find("serialized") == std::string::npos);
+      }
     }
   }
-  const runtime::BuildArtifacts fin = runtime::build_kernel(codegen::moe_finalize_spec({256, 8, 6144, 2048}, target));
-  CHECK(!fin.cubin.empty());
-  CHECK(!runtime::build_kernel(codegen::moe_weight_transform_spec(256, 4096, 6144, true, target)).cubin.empty());
+  CHECK(plans == 256 * int(variants().size()));
+  MESSAGE(built.size() << " distinct compute kernels built for " << plans << " plans");
 }
 
-TEST_CASE("sm_120a: every MoE kernel variant compiles, assembles and keeps the native block-scaled MMA") {
-  const codegen::Target target{codegen::Arch::sm_120a};
-  // Every tile width the planner can choose on sm_120a (eq. 8 tiers and fallbacks), at its depths.
-  for (int tile_n : {16, 32, 48, 64, 80, 96}) {
-    CAPTURE(tile_n);
-    codegen::MoeKernelShape shape{256, 8, 6144, 2048, tile_n, tile_n == 16 ? 4 : 2};
-    const codegen::KernelSpec spec = codegen::moe_compute_spec(shape, target);
-    CHECK(spec.device_function == "moejit::moe_compute_sm120_entry");
-    const runtime::BuildArtifacts built = runtime::build_kernel(spec);
-    CHECK(built.final_ptx.find("mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e2m1."
-                               "e4m3.f32.ue8m0") != std::string::npos);
-    CHECK(built.final_ptx.find("cp.async.bulk.tensor") != std::string::npos);
-    CHECK(built.final_ptx.find("mma.sync.aligned.m16n8k16") == std::string::npos);  // no BF16 fallback
-    const codegen::KernelResources* res = built.resources.find(spec.entry_name());
-    REQUIRE(res);
-    CHECK(res->spill_store_bytes == 0);
-    CHECK(codegen::compute_smem_bytes(shape, target) <= 99 * 1024);
+TEST_CASE("every role and transform of each atom compiles and assembles, and the sm_120a atom keeps its MMA") {
+  for (const Variant& v : variants()) {
+    CAPTURE(v.profile.name);
+    CAPTURE(codegen::path_name(*v.options.path));
+    codegen::MoeCodegenOptions bf16 = v.options;
+    bf16.input_bf16 = true;
+    for (const codegen::KernelSpec& spec : codegen::moe_kernel_specs(v.config, 64, v.profile, bf16)) {
+      if (spec.kernel == "moe_compute") continue;  // the test above
+      CAPTURE(spec.summary());
+      CHECK(!jit::build_kernel(spec).cubin.empty());
+    }
+    if (v.profile.target.arch == codegen::Arch::sm_120a) {
+      const codegen::MoeLaunchPlan plan = codegen::plan_launch(v.config, 8, v.profile, v.options);
+      const jit::BuildArtifacts a = jit::build_kernel(codegen::moe_compute_spec(v.config, plan));
+      CHECK(a.final_ptx.find("mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e2m1."
+                             "e4m3.f32.ue8m0") != std::string::npos);
+      CHECK(a.final_ptx.find("mma.sync.aligned.m16n8k16") == std::string::npos);  // no BF16 fallback
+    }
   }
-  codegen::MoeKernelShape shape{256, 8, 6144, 2048, 16, 4};
-  for (const codegen::KernelSpec& spec :
-       {codegen::moe_dispatch_spec(shape, target), codegen::moe_finalize_spec(shape, target),
-        codegen::moe_weight_transform_spec(256, 4096, 6144, true, target)})
-    CHECK(!runtime::build_kernel(spec).cubin.empty());
+}
+
+TEST_CASE("the paths are the atoms the table says, and a target without one is refused") {
+  CHECK(std::string(codegen::find_atom({codegen::Arch::sm_90a}, codegen::ComputePath::fast)->name) == "sm90-fp8-wgmma");
+  CHECK(std::string(codegen::find_atom({codegen::Arch::sm_90a}, codegen::ComputePath::exact)->name) == "sm90-bf16-mma");
+  CHECK(codegen::find_atom({codegen::Arch::sm_120a}, codegen::ComputePath::exact) == nullptr);
+  codegen::MoeCodegenOptions exact;
+  exact.path = codegen::ComputePath::exact;
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("rtx-pro-5000"), exact),
+      "rtx-pro-5000 (sm_120a) has no exact compute path for recipe w4a8-mx", codegen::PlanError);
+  // The exact atom stages BF16 images: the dispatch role always runs; the fast one reads the caller's x.
+  const codegen::MoeLaunchPlan e =
+      codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), exact);
+  CHECK(e.dispatch.launched);
+  codegen::MoeCodegenOptions fast;
+  fast.path = codegen::ComputePath::fast;
+  const codegen::MoeLaunchPlan f =
+      codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), fast);
+  CHECK(!f.dispatch.launched);
+  // No path asked for: sm_90a runs the exact path (the fast one misses the accuracy bar on small problems),
+  // sm_120a its only one.
+  const codegen::MoeLaunchPlan d =
+      codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), {});
+  CHECK(d.atom == "sm90-bf16-mma");
+  CHECK(*d.options.path == codegen::ComputePath::exact);
+  CHECK(codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("rtx-pro-5000"), {}).atom ==
+        "sm120-mxf8f6f4");
 }
 
 TEST_CASE("bad input is refused before any launch, naming the field, value and range") {
@@ -144,6 +162,15 @@ TEST_CASE("bad input is refused before any launch, naming the field, value and r
         "experts | experts E = 4096 is outside the range this version supports [1, 2048]");
   CHECK(config_error([](auto& c) { c.shared_expert = codegen::SharedExpert{128}; }).rfind("shared_expert |", 0) == 0);
 
+  runtime::MoeLayerOptions bad;
+  bad.codegen.tile_n = 24;
+  CHECK_THROWS_WITH_AS(runtime::validate_layer_options(bad),
+                       "tile_n = 24 is invalid: must be 8, 16, 32 or 64 (0: as planned)", InvalidInput);
+  bad.codegen.tile_n = 32;  // the fast atom stops at 16
+  bad.codegen.path = codegen::ComputePath::fast;
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(glm, 8, codegen::builtin_profile("h200"), bad.codegen),
+                       "tile_n = 32 is invalid: the sm90-fp8-wgmma atom runs token tiles up to 16", InvalidInput);
+
   const runtime::MoeLayerOptions opts;
   const runtime::MoeForwardArgs ok{0x1000, 0x2000, 0, 0x3000, 0x4000, 0x5000, 8};
   auto args_error = [&](auto mutate) {
@@ -168,7 +195,7 @@ TEST_CASE("bad input is refused before any launch, naming the field, value and r
   CHECK(args_error([](auto& a) { a.topk_weights = 0x4001; }).rfind("topk_weights |", 0) == 0);
   CHECK(args_error([](auto& a) { a.y = 0x5004; }).rfind("y |", 0) == 0);
   runtime::MoeLayerOptions bf16 = opts;
-  bf16.input_bf16 = true;
+  bf16.codegen.input_bf16 = true;
   CHECK_THROWS_WITH_AS(runtime::validate_forward_args(glm, bf16, ok),
                        "x_bf16 = 0x0 is invalid: must be a non-null 16-byte aligned device pointer", InvalidInput);
 
@@ -177,33 +204,4 @@ TEST_CASE("bad input is refused before any launch, naming the field, value and r
                        "topk_ids[1][1] = 256 is outside the allowed range [0, 256)", InvalidInput);
   CHECK_THROWS_WITH_AS(runtime::validate_route_ids(glm, {-1}),
                        "topk_ids[0][0] = -1 is outside the allowed range [0, 256)", InvalidInput);
-}
-
-TEST_CASE("sm_120a packed fragments expand to the m16n8k32 A registers") {
-  // The atom's expand_e2m1_word, emulated: nibbles 0..3 -> a0 (k = 4t..4t+3 of the K32
-  // block), nibbles 4..7 -> a2 (k = 16+4t..), each code at bits 5..2 of its byte.
-  const int experts = 1, rows = 64, k = 256;
-  std::mt19937 rng(std::random_device{}());
-  std::vector<std::uint8_t> payload(std::size_t(experts) * rows * k / 2), scales(std::size_t(experts) * rows * k / 32);
-  for (auto& b : payload) b = static_cast<std::uint8_t>(rng());
-  for (auto& s : scales) s = static_cast<std::uint8_t>(rng());
-  const runtime::PackedProjection packed =
-      runtime::pack_projection(payload, scales, experts, rows, k, false, runtime::FragmentOrder::sm120_nibbles);
-  int mismatches = 0;
-  for (int kb = 0; kb < k / 128; ++kb)
-    for (int n = 0; n < rows; ++n)
-      for (int t = 0; t < 4; ++t)
-        for (int j = 0; j < 4; ++j) {
-          const std::uint32_t q = packed.payload[(std::size_t(kb) * rows + n) * 16 + 4 * t + j];
-          for (int reg = 0; reg < 2; ++reg)
-            for (int byte = 0; byte < 4; ++byte) {
-              const std::uint32_t container = ((q >> (4 * (4 * reg + byte))) & 0xF) << 2;
-              const int kk = kb * 128 + 32 * j + 16 * reg + 4 * t + byte;
-              const std::uint8_t src = payload[std::size_t(n) * (k / 2) + kk / 2];
-              mismatches += (container >> 2) != std::uint32_t(kk % 2 ? src >> 4 : src & 0xF);
-            }
-        }
-  CHECK(mismatches == 0);
-  // The scale words are the same for both targets: byte j = K32 block j.
-  CHECK(packed.scales == runtime::pack_projection(payload, scales, experts, rows, k, false).scales);
 }

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <random>
 
-#include "runtime/moe_reference.hpp"
-#include "runtime/mx_format.hpp"
+#include "oracle/moe_reference.hpp"
+#include "oracle/mx_format.hpp"
 
 using namespace moejit;
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "runtime/mx_format.hpp"
+#include "oracle/mx_format.hpp"
 
 using namespace moejit;
 

@@ -11,6 +11,7 @@
 #include "runtime/moe_layer.hpp"
 #include "runtime/residency.hpp"
 #include "runtime/role_graph.hpp"
+#include "templates/moe_contract.cuh"
 
 using namespace moejit;
 
@@ -81,39 +82,50 @@ TEST_CASE("layer options outside their ranges are refused naming the field") {
   };
   runtime::MoeLayerOptions o;
   CHECK_NOTHROW(runtime::validate_layer_options(o));
-  o.compute_grid = -1;
-  CHECK(refused(o, "compute_grid = -1"));
+  o.device = -1;
+  CHECK(refused(o, "device = -1"));
   o = {};
-  o.tile_n = 12;
+  o.codegen.tile_n = 12;
   CHECK(refused(o, "tile_n = 12"));
   o = {};
-  o.stages = 99;
+  o.codegen.stages = 99;
   CHECK(refused(o, "stages = 99"));
+  o = {};
+  o.codegen.ctas_per_sm = 9;
+  CHECK(refused(o, "ctas_per_sm = 9"));
 }
 
-TEST_CASE("the workspace layout matches the kernels' workspace formals, l1_target included") {
-  const runtime::MoeWorkspaceLayout l = runtime::MoeWorkspaceLayout::make(256, 8, 6144, 2048, 256);
-  const std::vector<CUdeviceptr> p = l.pointers(0x10000000);
-  const codegen::KernelSpec finalize = codegen::moe_finalize_spec({256, 8, 6144, 2048}, {codegen::Arch::sm_90a});
-  REQUIRE(finalize.params.size() == 2 + p.size());
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    CHECK(p[i] % 256 == 0);
-    if (i) CHECK(p[i] > p[i - 1]);
-  }
-  CHECK(finalize.params[2 + 9].name == "ws_l1_target");
-  CHECK(p[9] == 0x10000000 + l.l1_target);
-  CHECK(l.l1_target >= l.l1_done + 4 * 256);
-  CHECK(l.total > l.arena);
+TEST_CASE("the workspace layout: 256-byte aligned regions in order, the grid-sized tail last") {
+  const contract::MoeDims d{256, 8, 6144, 2048, 256, contract::kPathSm90Fp8};
+  const contract::WorkspaceLayout l = contract::workspace_layout(d);
+  const long long regions[] = {l.header,  l.ready,     l.x_q,   l.x_scales,   l.x_bf16,
+                               l.handoff, l.handoff_s, l.arena, l.fixed_bytes};
+  for (long long r : regions) CHECK(r % 256 == 0);
+  for (size_t i = 1; i < std::size(regions); ++i) CHECK(regions[i] >= regions[i - 1]);
+  CHECK(l.handoff_s - l.handoff == 256LL * 8 * 2048);                                      // E4M3 rows of the fast path
+  CHECK(l.arena - l.handoff_s == 256LL * 8 * (2048 / 128) * contract::kScaleRecordBytes);  // their scale records
+  CHECK(l.fixed_bytes - l.arena == 2LL * 256 * 8 * 6144);                                  // BF16 route rows
+  CHECK(l.x_bf16 == l.handoff);  // no BF16 image on the fast path
+  const contract::WorkspaceLayout exact =
+      contract::workspace_layout({256, 8, 6144, 2048, 256, contract::kPathSm90Bf16});
+  CHECK(exact.handoff - exact.x_bf16 == 2LL * 256 * 6144);  // the exact path's image of x
+  CHECK(exact.handoff_s - exact.handoff == 2LL * 256 * 8 * 2048);
+  // The partial slots follow the flags and grow with the grid.
+  CHECK(contract::partials_offset(d, 132) >= l.fixed_bytes + 4 * 2 * 132);
+  CHECK(contract::workspace_bytes(d, 264) - contract::workspace_bytes(d, 132) >=
+        4LL * 2 * 132 * contract::partial_slot_floats());
 }
 
 TEST_CASE("the role kernels keep programmatic dependent launch in their PTX") {
-  const codegen::Target target{codegen::Arch::sm_90a};
-  const codegen::MoeKernelShape shape{64, 4, 1024, 512, 16, 8};
-  CHECK(codegen::moe_dispatch_spec(shape, target).required_instructions ==
+  codegen::MoeConfig c = codegen::builtin_model("glm5.2");
+  codegen::MoeCodegenOptions o;
+  o.input_bf16 = true;
+  const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, 8, codegen::builtin_profile("h200"), o);
+  CHECK(codegen::moe_dispatch_spec(c, plan)->required_instructions ==
         std::vector<std::string>{"griddepcontrol.launch_dependents"});
-  const codegen::KernelSpec fin = codegen::moe_finalize_spec(shape, target);
+  const codegen::KernelSpec fin = codegen::moe_finalize_spec(c, plan);
   CHECK(fin.required_instructions == std::vector<std::string>{"griddepcontrol.wait"});
-  const std::vector<std::string> compute = codegen::moe_compute_spec(shape, target).required_instructions;
+  const std::vector<std::string> compute = codegen::moe_compute_spec(c, plan).required_instructions;
   CHECK(std::find(compute.begin(), compute.end(), "griddepcontrol.wait") != compute.end());
   CHECK(std::find(compute.begin(), compute.end(), "griddepcontrol.launch_dependents") != compute.end());
 }

@@ -1,13 +1,13 @@
 #pragma once
 // Runs the smoke kernel on random MXFP4 blocks and compares every output
-// element with the CPU twin. Used by the GPU test and by `moejit run`.
+// element with its CPU twin (codegen::smoke_reference). Used by the GPU smoke test.
 
 #include <cstdint>
 #include <string>
 
 #include "runtime/loaded_kernel.hpp"
 
-namespace moejit::runtime {
+namespace moejit::oracle {
 
 struct SmokeCheckResult {
   std::uint64_t elements = 0;
@@ -18,6 +18,6 @@ struct SmokeCheckResult {
 };
 
 // `n_blocks` MXFP4 blocks of 32 elements, payload and scales drawn from `seed`.
-SmokeCheckResult run_smoke_check(const LoadedKernel& kernel, std::uint32_t n_blocks, std::uint64_t seed);
+SmokeCheckResult run_smoke_check(const runtime::LoadedKernel& kernel, std::uint32_t n_blocks, std::uint64_t seed);
 
-}  // namespace moejit::runtime
+}  // namespace moejit::oracle

@@ -1,11 +1,11 @@
 #pragma once
-// The sm_90a MMA atom: MXFP4 weights are expanded to BF16 in registers with
+// The exact sm_90a MMA atom: MXFP4 weights are expanded to BF16 in registers with
 // their UE8M0 scale folded in (E2M1 * 2^s is exact in BF16), activations
 // arrive as BF16, and mma.sync m16n8k16 accumulates in FP32. Exact products,
 // so no per-K32 fix-up. (FP8 mma.sync exists on sm_90a but is emulated.)
 //
-// Weight fragment order (written by the weight transform): for each 64-row x
-// K128 tile, row n holds 64 bytes = four 16-byte segments, one per lane
+// Weight fragment order (moe_weight_layouts.cuh, kLayoutSm90Bf16): in each
+// step blob's 64-row x K128 payload, row n holds 64 bytes = four 16-byte segments, one per lane
 // column t = lane % 4. Segment word j covers K32 block j as four element pairs,
 // exactly the A-fragment pairs of the two m16n8k16 issues of block j:
 //   pair 0: k = 32j + 2t + {0,1}        pair 1: k = 32j + 2t + 8 + {0,1}
@@ -20,8 +20,7 @@
 // That is 9 integer operations per 8 weights instead of ~16 for nibble
 // shifting: the dequantization, not HBM, bounds this kernel.
 
-#include "moe_ptx.cuh"
-#include "moe_workspace.cuh"
+#include "moe_pipeline.cuh"
 
 namespace moejit {
 
@@ -53,38 +52,48 @@ __device__ __forceinline__ void dequant_e2m1_word(u32 q, u32 multiplier, u32 (&p
   pairs[3] = bf16x2_mul((rotr(q, 6) & 0x81808180u) | (rotr(q, 14) & 0x00400040u), multiplier);
 }
 
-struct AtomSm90 {
+struct AtomSm90Bf16 {
+  static constexpr int kPath = contract::kPathSm90Bf16;
+  static constexpr float kAccScale = 1.0f;
+
   // Token rows are staged as the BF16 image of their MXFP8 values: 256 bytes
-  // per K128, padded to 272 so ldmatrix rows fall on distinct banks.
-  static constexpr int kXChunkBytes = 256;
-  static constexpr int kXRowBytes = 256 + 16;
+  // per K128 in 272-byte rows, so ldmatrix rows fall on distinct banks.
+  static constexpr int kXRowPitch = 256 + 16;
+  __device__ static u32 x_chunk_offset(int n, int c) { return u32(n * kXRowPitch + c * 16); }
 
-  template <int kHidden>
-  __device__ static const u8* gemm1_row(const MoeWorkspace& ws, int token) {
-    return reinterpret_cast<const u8*>(ws.x_bf16 + u64(token) * kHidden);
-  }
-  template <int kInter>
-  __device__ static const u8* gemm2_row(const MoeWorkspace& ws, int pos) {
-    return reinterpret_cast<const u8*>(ws.handoff + u64(pos) * kInter);
-  }
-  // Nothing per token column: the activation scales are folded into the BF16 rows.
-  template <int kGroups>
-  struct Columns {};
-  template <int kHidden, int kInter, int kTopK, int kGroups>
-  __device__ static void load_columns(Columns<kGroups>&, const MoeWorkspace&, int, int, bool) {}
-  // The L1 handoff holds the BF16 image of the requantized MXFP8 act.
-  template <int kInter>
-  __device__ static void store_handoff(const MoeWorkspace& ws, int pos, int i, u32 q, u32 code, bool) {
-    ws.handoff[u64(pos) * kInter + i] = mxfp8_to_bf16(q, code);
+  // One 64-row tile per warpgroup (T = 1). Every shared address is this
+  // thread's fixed offset plus the stage's base, so the loop carries no
+  // per-step index math (it was 30% of the loop's instructions).
+  template <int N, int T, class Ring, class Cursor>
+  __device__ static void mainloop(float (&acc_t)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
+    static_assert(T == 1, "the exact atom runs one 64-row tile per warpgroup");
+    float(&acc)[N / 2] = acc_t[0];
+    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % contract::kConsumerWarps, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int row_lo = 16 * warp + g;
+    const u8* w0 = ring.w_step(0, group) + row_lo * 64 + t * 16;
+    const u32* s0 = ring.w_scales(0, group) + row_lo;
+    const u8* x0 = ring.x_tile(0) + (lane & 7) * kXRowPitch + 16 * (lane >> 3);
+    for (int s = 0; s < steps; ++s) {
+      const int st = cur.stage;
+      wait_full(ring, st, cur.phase);
+      cur.advance();
+      const u8* w = w0 + st * Ring::kWBytes;
+      const u32* ws = s0 + st * (Ring::kWBytes / 4);
+      const uint4 w_lo = *reinterpret_cast<const uint4*>(w);
+      const uint4 w_hi = *reinterpret_cast<const uint4*>(w + 8 * 64);
+      k128_step<N / 8>(acc, w_lo, w_hi, ws[0], ws[8], x0 + st * Ring::kXTileBytes);
+      release_stage(ring, st, lane);
+    }
   }
 
-  // One K128 step of a warp's m16 slice against `groups` token groups of 8.
-  // w_lo / w_hi: the lane's 16-byte segments of rows g and g+8; s_lo / s_hi their scale words.
+ private:
+  // One K128 step of a warp's m16 slice against kGroups token groups of 8.
+  // w_lo / w_hi: the lane's 16-byte segments of rows g and g+8; s_lo / s_hi
+  // their scale words; x: this lane's ldmatrix row address in the stage.
   template <int kGroups>
-  __device__ __forceinline__ static void k128_step(float (&acc)[kGroups][4], uint4 w_lo, uint4 w_hi, u32 s_lo, u32 s_hi,
-                                                   const u8* x_tile, int groups, const Columns<kGroups>&, int) {
-    constexpr int x_row_bytes = kXRowBytes;
-    const int lane = threadIdx.x & 31;
+  __device__ __forceinline__ static void k128_step(float (&acc)[4 * kGroups], uint4 w_lo, uint4 w_hi, u32 s_lo,
+                                                   u32 s_hi, const u8* x) {
     const u32 lo[4] = {w_lo.x, w_lo.y, w_lo.z, w_lo.w};
     const u32 hi[4] = {w_hi.x, w_hi.y, w_hi.z, w_hi.w};
     const u32 exp_lo = scale_exponents(s_lo), exp_hi = scale_exponents(s_hi);
@@ -97,11 +106,10 @@ struct AtomSm90 {
       const u32 a1[4] = {pa[2], pb[2], pa[3], pb[3]};
 #pragma unroll
       for (int ng = 0; ng < kGroups; ++ng) {
-        if (ng >= groups) break;
         u32 b[4];
-        ldmatrix_x4(b, x_tile + (ng * 8 + (lane & 7)) * x_row_bytes + (32 * j + 8 * (lane >> 3)) * 2);
-        mma_bf16_m16n8k16(acc[ng], a0, b[0], b[1]);
-        mma_bf16_m16n8k16(acc[ng], a1, b[2], b[3]);
+        ldmatrix_x4(b, x + ng * 8 * kXRowPitch + 64 * j);
+        mma_bf16_m16n8k16(acc + 4 * ng, a0, b[0], b[1]);
+        mma_bf16_m16n8k16(acc + 4 * ng, a1, b[2], b[3]);
       }
     }
   }

@@ -12,7 +12,7 @@
 #include "codegen/resource_report.hpp"
 #include "ptx_passes/pipeline.hpp"
 
-namespace moejit::runtime {
+namespace moejit::jit {
 
 struct BuildArtifacts {
   codegen::KernelSpec spec;
@@ -64,4 +64,4 @@ void run_passes(BuildArtifacts& a, const std::string& buffer_name, const ptx::Pi
 // a.final_ptx -> a.cubin, a.link_log, a.resources, for a.spec.target.
 void link(BuildArtifacts& a, const std::string& buffer_name);
 
-}  // namespace moejit::runtime
+}  // namespace moejit::jit

@@ -1,4 +1,4 @@
-#include "runtime/smoke_check.hpp"
+#include "oracle/smoke_check.hpp"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,12 @@
 #include "codegen/smoke_kernel.hpp"
 #include "runtime/device.hpp"
 
-namespace moejit::runtime {
+namespace moejit::oracle {
 
-SmokeCheckResult run_smoke_check(const LoadedKernel& kernel, std::uint32_t n_blocks, std::uint64_t seed) {
+using runtime::DeviceBuffer;
+using runtime::driver;
+
+SmokeCheckResult run_smoke_check(const runtime::LoadedKernel& kernel, std::uint32_t n_blocks, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::uint8_t> payload(16ull * n_blocks), scales(n_blocks);
   for (auto& b : payload) b = static_cast<std::uint8_t>(rng());
@@ -38,7 +41,7 @@ SmokeCheckResult run_smoke_check(const LoadedKernel& kernel, std::uint32_t n_blo
   const unsigned threads = static_cast<unsigned>(codegen::k_smoke_threads);
   const unsigned grid = std::max(1u, std::min(1024u, (n_blocks + threads - 1) / threads));
   MOEJIT_CU(cuEventRecord, start, stream);
-  kernel.launch(LaunchDims{grid, threads, 0}, stream, args);
+  kernel.launch(runtime::LaunchDims{grid, threads, 0}, stream, args);
   MOEJIT_CU(cuEventRecord, stop, stream);
   MOEJIT_CU(cuStreamSynchronize, stream);
   SmokeCheckResult r;
@@ -60,4 +63,4 @@ SmokeCheckResult run_smoke_check(const LoadedKernel& kernel, std::uint32_t n_blo
   return r;
 }
 
-}  // namespace moejit::runtime
+}  // namespace moejit::oracle

@@ -1,4 +1,4 @@
-#include "runtime/mx_format.hpp"
+#include "oracle/mx_format.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -9,12 +9,12 @@
 #include "cache/printable.hpp"
 #include "cache/sha256.hpp"
 #include "codegen/compiler_identity.hpp"
+#include "jit/kernel_cache.hpp"
 #include "ptx_passes/pipeline.hpp"
 #include "ptx_passes/pipeline_version.hpp"
-#include "runtime/kernel_cache.hpp"
 #include "templates/registry.hpp"
 
-namespace moejit::runtime {
+namespace moejit::jit {
 namespace {
 // What the cubin carries to say which key it was built for (see key_marker_ptx).
 constexpr std::string_view k_key_marker = "moejit-cache-key:";
@@ -256,4 +256,4 @@ size_t KernelSpecHash::operator()(const codegen::KernelSpec& s) const noexcept {
   return h;
 }
 
-}  // namespace moejit::runtime
+}  // namespace moejit::jit

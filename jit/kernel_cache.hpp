@@ -19,9 +19,9 @@
 #include "cache/memory_store.hpp"
 #include "codegen/kernel_spec.hpp"
 #include "codegen/resource_report.hpp"
-#include "runtime/kernel_builder.hpp"
+#include "jit/kernel_builder.hpp"
 
-namespace moejit::runtime {
+namespace moejit::jit {
 
 // The files of a kernel's cache entry.
 inline constexpr std::string_view k_file_source = "source.cu";
@@ -98,4 +98,4 @@ class KernelCache {
   cache::MemoryStore<codegen::KernelSpec, std::shared_ptr<const CachedKernel>, KernelSpecHash> memory_;
 };
 
-}  // namespace moejit::runtime
+}  // namespace moejit::jit

@@ -1,4 +1,4 @@
-#include "runtime/kernel_builder.hpp"
+#include "jit/kernel_builder.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include "codegen/nvjitlink_linker.hpp"
 #include "codegen/nvrtc_compiler.hpp"
 
-namespace moejit::runtime {
+namespace moejit::jit {
 
 ptx::VersionPolicy default_version_policy() {
   const codegen::ToolchainVersion& tc = codegen::toolchain_version();
@@ -96,4 +96,4 @@ BuildArtifacts build_from_ptx(std::string ptx, const std::string& buffer_name, c
   return a;
 }
 
-}  // namespace moejit::runtime
+}  // namespace moejit::jit

@@ -1,6 +1,6 @@
-#include "runtime/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 
-namespace moejit::runtime {
+namespace moejit::jit {
 
 namespace {
 cache::Config with_kernel_check(cache::Config config) {
@@ -39,4 +39,4 @@ std::shared_ptr<const CachedKernel> KernelCache::get_or_build(const codegen::Ker
   return kernel;
 }
 
-}  // namespace moejit::runtime
+}  // namespace moejit::jit

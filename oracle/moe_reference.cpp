@@ -1,4 +1,4 @@
-#include "runtime/moe_reference.hpp"
+#include "oracle/moe_reference.hpp"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <thread>
 
-#include "runtime/mx_format.hpp"
+#include "oracle/mx_format.hpp"
 
 namespace moejit::reference {
 namespace {

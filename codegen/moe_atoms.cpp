@@ -1,0 +1,78 @@
+#include "codegen/moe_atoms.hpp"
+
+#include "templates/moe_weight_layouts.cuh"
+
+namespace moejit::codegen {
+
+std::string_view path_name(ComputePath p) {
+  return p == ComputePath::fast ? "fast" : "exact";
+}
+
+ComputePath default_path(Arch arch) {
+  return arch == Arch::sm_90a ? ComputePath::exact : ComputePath::fast;
+}
+
+std::optional<ComputePath> parse_path(std::string_view text) {
+  if (text == "fast") return ComputePath::fast;
+  if (text == "exact") return ComputePath::exact;
+  return std::nullopt;
+}
+
+const std::vector<AtomTraits>& all_atoms() {
+  using namespace contract;
+  static const std::vector<AtomTraits> atoms = {
+      // One CTA of two consumer warpgroups per SM, each on two 64-row tiles: a 256-row item shares each
+      // activation stage, and one scale decode and barrier round serve twice the weights. Ten warps leave
+      // 168 registers a thread (three warps on some SM sub-partition's 16K registers).
+      {Arch::sm_90a,
+       ComputePath::fast,
+       Recipe::w4a8_mx,
+       kPathSm90Fp8,
+       "sm90-fp8-wgmma",
+       "moejit::moe_compute_sm90_fp8",
+       {"wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", "cp.async.mbarrier.arrive"},
+       kLayoutSm90Fp8,
+       max_weight_scale_code(kPathSm90Fp8),
+       2,
+       4,
+       1,
+       16},
+      // Three CTAs of one warpgroup: the BF16 mma.sync loop is issue-bound and more warps hide its latency;
+      // 96 registers a thread hold a 16-column tile (32 spills).
+      {Arch::sm_90a,
+       ComputePath::exact,
+       Recipe::w4a8_mx,
+       kPathSm90Bf16,
+       "sm90-bf16-mma",
+       "moejit::moe_compute_sm90_bf16",
+       {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "cp.async.mbarrier.arrive"},
+       kLayoutSm90Bf16,
+       max_weight_scale_code(kPathSm90Bf16),
+       1,
+       1,
+       3,
+       16},
+      {Arch::sm_120a,
+       ComputePath::fast,
+       Recipe::w4a8_mx,
+       kPathSm120,
+       "sm120-mxf8f6f4",
+       "moejit::moe_compute_sm120",
+       {"mma.sync.aligned.kind::mxf8f6f4.block_scale", "cp.async.mbarrier.arrive"},
+       kLayoutSm120,
+       max_weight_scale_code(kPathSm120),
+       1,
+       1,
+       0,
+       64},
+  };
+  return atoms;
+}
+
+const AtomTraits* find_atom(Target target, ComputePath path, Recipe recipe) {
+  for (const AtomTraits& a : all_atoms())
+    if (a.arch == target.arch && a.path == path && a.recipe == recipe) return &a;
+  return nullptr;
+}
+
+}  // namespace moejit::codegen

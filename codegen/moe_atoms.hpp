@@ -1,0 +1,55 @@
+#pragma once
+// The MMA atoms of the compute role, as the host sees them: one row per
+// (target, path, recipe), read by the launch planner, the kernel specs and the
+// weight transform. Adding an atom is a template (templates/moe_atom_*.cuh),
+// its contract path and weight layout (templates/moe_contract.cuh,
+// moe_weight_layouts.cuh) and a row here (docs/extending.md).
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/moe_config.hpp"
+#include "codegen/target.hpp"
+
+namespace moejit::codegen {
+
+// Which numerics the compute role runs (docs/numerics.md).
+enum class ComputePath {
+  fast,   // sm_90a: E4M3 wgmma with FP32 scaling per K32 block; sm_120a: native block-scaled MMA
+  exact,  // sm_90a: exact BF16 products (both operands dequantized), mma.sync bf16
+};
+std::string_view path_name(ComputePath p);  // "fast", "exact"
+std::optional<ComputePath> parse_path(std::string_view text);
+// The path a target runs when none is asked for. On sm_90a that is the exact
+// path: the fast path misses the accuracy bar (cosine >= 0.99999 against the
+// quantized reference on the whole GPU matrix), because its GEMM1 handoff
+// requantizes a few elements one step away from the reference's (docs/numerics.md).
+ComputePath default_path(Arch arch);
+inline ComputePath resolve_path(std::optional<ComputePath> path, Arch arch) {
+  return path ? *path : default_path(arch);
+}
+
+struct AtomTraits {
+  Arch arch;
+  ComputePath path;
+  Recipe recipe;
+  int contract_path;             // contract::MmaPath: the template's atom and the workspace's row formats
+  const char* name;              // "sm90-fp8-wgmma"
+  const char* compute_function;  // the templated device function the compute entry calls
+  std::vector<std::string> required_instructions;  // what the validate pass must still find
+  int weight_layout;                               // contract::WeightLayout of the step blobs
+  int max_weight_scale_code;                       // larger UE8M0 weight scale codes are refused
+  int groups;                                      // consumer warpgroups per compute CTA
+  int tiles;        // 64-row weight tiles per item (a multiple of groups) where the model's M extents allow
+  int ctas_per_sm;  // compute CTAs per SM the planner aims for (0: from the SMEM budget)
+  int max_tile_n;   // the widest token tile its mainloop runs without serializing
+};
+
+// The atom for (target, path, recipe); nullptr when the target has no such path.
+const AtomTraits* find_atom(Target target, ComputePath path, Recipe recipe = Recipe::w4a8_mx);
+// Every row of the table.
+const std::vector<AtomTraits>& all_atoms();
+
+}  // namespace moejit::codegen

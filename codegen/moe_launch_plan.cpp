@@ -1,0 +1,200 @@
+#include "codegen/moe_launch_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "codegen/planner.hpp"
+#include "templates/moe_contract.cuh"
+
+namespace moejit::codegen {
+namespace {
+constexpr int k_dispatch_threads = 256;
+constexpr int k_finalize_threads = 256;
+// The streaming roles run grid-stride loops: at most two CTAs per SM, each
+// with several 16-byte loads in flight per thread, move their few MB at the
+// copy rate; more CTAs only add launch work.
+constexpr int k_streaming_ctas_per_sm = 2;
+constexpr int k_max_stages = 12;
+// What the driver keeps per resident block on sm_90 and sm_120 (cudaDevAttrReservedSharedMemoryPerBlock).
+constexpr int k_reserved_smem_per_block = 1024;
+
+int ceil_div(std::int64_t a, std::int64_t b) {
+  return static_cast<int>((a + b - 1) / b);
+}
+
+// The register cap that lets `ctas` blocks of `threads` be resident: the
+// register file is four sub-partitions of regs_per_sm / 4, each holding a
+// quarter of the warps (rounded up), so the cap is what the fullest one allows,
+// a multiple of 8 (the per-thread allocation granularity), 255 at most.
+int register_cap_for(int regs_per_sm, int threads, int ctas) {
+  const int warps_per_partition = (ctas * threads / 32 + 3) / 4;
+  return std::min(255, regs_per_sm / 4 / (32 * warps_per_partition) / 8 * 8);
+}
+}  // namespace
+
+void validate(const MoeCodegenOptions& o) {
+  if (o.tile_n != 0 && o.tile_n != 8 && o.tile_n != 16 && o.tile_n != 32 && o.tile_n != 64)
+    throw ConfigError("tile_n",
+                      fmt::format("tile_n = {} is invalid: must be 8, 16, 32 or 64 (0: as planned)", o.tile_n));
+  if (o.stages < 0 || o.stages > 16 || o.stages == 1)
+    throw ConfigError("stages",
+                      fmt::format("stages = {} is outside the allowed range [2, 16] (0: as planned)", o.stages));
+  if (o.ctas_per_sm < 0 || o.ctas_per_sm > 8)
+    throw ConfigError("ctas_per_sm", fmt::format("ctas_per_sm = {} is outside the allowed range [1, 8] (0: as planned)",
+                                                 o.ctas_per_sm));
+}
+
+int compute_tile_n(int r) {
+  const double want = r + 3.0 * std::sqrt(double(r));
+  int tile = 16;
+  while (tile < want && tile < contract::kMaxTileN) tile *= 2;
+  return tile;
+}
+
+MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfile& device,
+                          const MoeCodegenOptions& options) {
+  validate(config);
+  validate_batch(config, batch);
+  validate(device);
+  validate(options);
+  MoeLaunchPlan p;
+  p.model = config.name;
+  p.device = device.name;
+  p.target = std::string(device.target.name());
+  p.batch = batch;
+  p.options = options;
+  p.options.path = resolve_path(options.path, device.target.arch);
+  const ComputePath path = *p.options.path;
+  auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
+
+  const AtomTraits* atom = find_atom(device.target, path, config.recipe);
+  if (!atom)
+    throw PlanError(fmt::format("{} ({}) has no {} compute path for recipe {}", device.name, device.target.name(),
+                                path_name(path), recipe_name(config.recipe)));
+  p.atom = atom->name;
+  p.contract_path = atom->contract_path;
+  note(fmt::format("atom {}: {} path on {}{}", atom->name, path_name(path), device.target.name(),
+                   options.path ? "" : " (the target's default path)"));
+
+  const int E = config.local_experts();
+  p.rows_per_expert = ceil_div(std::int64_t{batch} * config.top_k, E);
+  p.tile_n = options.tile_n ? options.tile_n : std::min(atom->max_tile_n, compute_tile_n(p.rows_per_expert));
+  if (p.tile_n > atom->max_tile_n)
+    throw ConfigError("tile_n", fmt::format("tile_n = {} is invalid: the {} atom runs token tiles up to {}", p.tile_n,
+                                            atom->name, atom->max_tile_n));
+  note(fmt::format("tile_n = {}: {}", p.tile_n,
+                   options.tile_n ? std::string("set by the options")
+                                  : fmt::format("the smallest of 16/32/64 covering r + 3 sqrt(r), r = ceil(B k / L) "
+                                                "= ceil({} x {} / {}) = {}, at most the atom's {}",
+                                                batch, config.top_k, E, p.rows_per_expert, atom->max_tile_n)));
+  p.groups = atom->groups;
+  // Items cover `tiles` 64-row tiles; both projections' M extents (2I and H rows) must split into them.
+  p.tiles = atom->tiles;
+  while (p.tiles > p.groups && ((2 * config.intermediate / 64) % p.tiles || (config.hidden / 64) % p.tiles))
+    p.tiles /= 2;
+  note(fmt::format("items of {} rows: {} tiles of 64 over {} consumer warpgroup(s)", 64 * p.tiles, p.tiles, p.groups));
+
+  // Compute: the deepest pipeline (up to 12 stages) that lets `ctas` CTAs share an SM.
+  const int threads = contract::compute_threads(p.groups);
+  auto smem_for = [&](int stages) {
+    return contract::compute_smem_layout(p.contract_path, p.tiles, p.tile_n, stages, E).total;
+  };
+  auto fits = [&](int ctas, int stages) {
+    const int smem = smem_for(stages);
+    return smem <= device.smem_per_block && ctas * (smem + k_reserved_smem_per_block) <= device.smem_per_sm &&
+           ctas * threads <= device.max_threads_per_sm &&
+           contract::compute_smem_valid(p.contract_path, p.groups, p.tiles, p.tile_n, stages, E);
+  };
+  int ctas = options.ctas_per_sm ? options.ctas_per_sm : atom->ctas_per_sm;
+  if (ctas == 0) {  // from the SMEM budget: two CTAs if a 4-stage pipeline fits twice, else one
+    ctas = fits(2, 4) ? 2 : 1;
+    note(fmt::format("{} compute CTA(s) per SM: what a 4-stage pipeline of {} B allows in {} B", ctas, smem_for(4),
+                     device.smem_per_sm));
+  } else {
+    note(fmt::format("{} compute CTAs per SM ({})", ctas, options.ctas_per_sm ? "set by the options" : "the atom's"));
+  }
+  int stages = options.stages;
+  if (stages == 0) {
+    for (stages = k_max_stages; stages >= 2 && !fits(ctas, stages); --stages) {
+    }
+    if (stages < 2)
+      throw PlanError(
+          fmt::format("{} B={} on {}: no compute pipeline of 2+ stages fits {} CTA(s) per SM in {} B of SMEM",
+                      config.name, batch, device.name, ctas, device.smem_per_sm));
+    note(fmt::format("stages = {}: the deepest of [2, {}] whose {} B fit {} CTA(s) per SM", stages, k_max_stages,
+                     smem_for(stages), ctas));
+  } else if (!fits(ctas, stages)) {
+    throw PlanError(fmt::format("{} B={} on {}: {} stages ({} B each CTA) do not fit {} CTA(s) per SM", config.name,
+                                batch, device.name, stages, smem_for(stages), ctas));
+  }
+  p.stages = stages;
+  p.compute = {true,    ctas * device.sm_count,
+               threads, smem_for(stages),
+               ctas,    register_cap_for(device.regs_per_sm, threads, ctas)};
+  note(fmt::format(
+      "compute grid {} = {} CTA(s) x {} SMs, persistent; {} threads ({} consumer warpgroup(s) + 2 "
+      "producer warps), {} B SMEM, .maxnreg {}",
+      p.compute.grid, ctas, device.sm_count, threads, p.groups, p.compute.smem_bytes, p.compute.register_cap));
+
+  // Dispatch: only when the compute role cannot read the caller's x as it is.
+  const bool image = !contract::path_fp8_rows(p.contract_path);
+  if (options.input_bf16 || image) {
+    const std::int64_t work = std::int64_t{batch} * config.hidden / (options.input_bf16 ? 32 : 16);
+    p.dispatch = {true,
+                  std::min(ceil_div(work, k_dispatch_threads), k_streaming_ctas_per_sm * device.sm_count),
+                  k_dispatch_threads,
+                  0,
+                  1,
+                  0};
+    note(fmt::format("dispatch: {} ({} threads x {} CTAs)",
+                     options.input_bf16 ? "quantizes the BF16 x to MXFP8" : "writes the BF16 image of x",
+                     k_dispatch_threads, p.dispatch.grid));
+  } else {
+    note("dispatch: not launched (the compute role reads the caller's MXFP8 x and routes by itself)");
+  }
+  p.finalize = {true,
+                std::min(ceil_div(std::int64_t{batch} * config.hidden / 8, k_finalize_threads),
+                         k_streaming_ctas_per_sm * device.sm_count),
+                k_finalize_threads,
+                0,
+                1,
+                0};
+  const contract::MoeDims dims{
+      E, config.top_k, config.hidden, config.intermediate, config.token_capacity, p.contract_path};
+  p.workspace_bytes = contract::workspace_bytes(dims, p.compute.grid);
+  return p;
+}
+
+void to_json(nlohmann::json& j, const RolePlan& r) {
+  j = {{"launched", r.launched},
+       {"grid", r.grid},
+       {"threads", r.threads},
+       {"smem_bytes", r.smem_bytes},
+       {"blocks_per_sm", r.blocks_per_sm},
+       {"register_cap", r.register_cap}};
+}
+
+void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
+  j = {{"model", p.model},
+       {"device", p.device},
+       {"target", p.target},
+       {"batch", p.batch},
+       {"path", path_name(*p.options.path)},
+       {"input_bf16", p.options.input_bf16},
+       {"atom", p.atom},
+       {"rows_per_expert", p.rows_per_expert},
+       {"groups", p.groups},
+       {"tiles", p.tiles},
+       {"tile_n", p.tile_n},
+       {"stages", p.stages},
+       {"dispatch", p.dispatch},
+       {"compute", p.compute},
+       {"finalize", p.finalize},
+       {"workspace_bytes", p.workspace_bytes},
+       {"notes", p.notes}};
+}
+
+}  // namespace moejit::codegen

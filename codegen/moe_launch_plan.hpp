@@ -1,0 +1,78 @@
+#pragma once
+// The launch plan of one forward shape: what the three role kernels are
+// specialized on and exactly how they launch (grid, threads, SMEM, register
+// cap, CTAs per SM). It is computed from the kernels' own contract
+// (templates/moe_contract.cuh), the atom table and the device profile; the
+// runtime launches it as it is and `moejit plan` prints it. The paper's §4.4
+// chain (planner.hpp, Geometry) stays the sm_120a/EP rule set beside it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "codegen/device_profile.hpp"
+#include "codegen/moe_atoms.hpp"
+#include "codegen/moe_config.hpp"
+
+namespace moejit::codegen {
+
+// Everything besides the config, B and the device that changes the emitted
+// kernels: a layer's options and the CLI's flags map onto this.
+struct MoeCodegenOptions {
+  std::optional<ComputePath> path;  // unset: the target's default_path (a plan holds the resolved one)
+  bool input_bf16 = false;          // x arrives as BF16 and the dispatch role quantizes it
+  // Tuning overrides (0: as planned).
+  int tile_n = 0;       // 8, 16, 32 or 64
+  int stages = 0;       // 2..16
+  int ctas_per_sm = 0;  // 1..8
+
+  friend bool operator==(const MoeCodegenOptions&, const MoeCodegenOptions&) = default;
+};
+
+// Range checks; throws ConfigError naming the field, its value and the range.
+void validate(const MoeCodegenOptions& options);
+
+struct RolePlan {
+  bool launched = false;
+  int grid = 0;
+  int threads = 0;
+  int smem_bytes = 0;     // dynamic
+  int blocks_per_sm = 0;  // the residency it is planned for (the runtime checks the driver agrees)
+  int register_cap = 0;   // .maxnreg (0: none)
+
+  friend bool operator==(const RolePlan&, const RolePlan&) = default;
+};
+
+struct MoeLaunchPlan {
+  std::string model, device, target;
+  int batch = 0;
+  MoeCodegenOptions options;
+  std::string atom;         // AtomTraits::name
+  int contract_path = 0;    // contract::MmaPath
+  int rows_per_expert = 0;  // r = ceil(B k / L)
+  int groups = 0;           // consumer warpgroups per compute CTA
+  int tiles = 0;            // 64-row weight tiles per item (tiles / groups per warpgroup)
+  int tile_n = 0;           // widest token tile of an item (wgmma N); an item uses the smallest of 8/16/32/64 that fits
+  int stages = 0;
+  RolePlan dispatch, compute, finalize;
+  std::int64_t workspace_bytes = 0;  // per stream
+  std::vector<std::string> notes;    // each decision with its reason
+
+  friend bool operator==(const MoeLaunchPlan&, const MoeLaunchPlan&) = default;
+};
+
+// eq. (1) with a Poisson margin: the token tile covers r + 3 sqrt(r) rows, so an
+// expert's routes rarely need a second tile (which would stream its weights twice).
+int compute_tile_n(int rows_per_expert);
+
+// Throws ConfigError for invalid input and PlanError (planner.hpp) for a shape
+// the device cannot run (no atom for the target and path, SMEM too small).
+MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfile& device,
+                          const MoeCodegenOptions& options = {});
+
+void to_json(nlohmann::json& j, const RolePlan& r);
+void to_json(nlohmann::json& j, const MoeLaunchPlan& p);
+
+}  // namespace moejit::codegen

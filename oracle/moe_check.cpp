@@ -1,0 +1,256 @@
+#include "oracle/moe_check.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "oracle/mx_format.hpp"
+
+namespace moejit::oracle {
+
+using runtime::DeviceBuffer;
+using runtime::driver;
+
+namespace {
+// Fills `out` with random bytes from `seed`, split over threads (weights are GBs).
+void random_bytes(std::vector<std::uint8_t>& out, std::uint64_t seed) {
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t chunk = (out.size() / threads + 7) / 8 * 8;
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::uint64_t s = seed ^ (0x9E3779B97F4A7C15ull * (t + 1));
+      for (std::size_t i = t * chunk; i < std::min(out.size(), (t + 1) * chunk); ++i) {
+        s += 0x9E3779B97F4A7C15ull;  // splitmix64
+        std::uint64_t z = s;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        out[i] = static_cast<std::uint8_t>(z ^ (z >> 31));
+      }
+    });
+  for (auto& th : pool) th.join();
+}
+
+void random_scales(std::vector<std::uint8_t>& out, std::uint64_t seed, int lo, int hi) {
+  random_bytes(out, seed);
+  for (auto& s : out) s = static_cast<std::uint8_t>(lo + s % (hi - lo + 1));
+}
+
+DeviceBuffer upload(const std::vector<std::uint8_t>& v) {
+  DeviceBuffer b(v.size());
+  b.upload(v);
+  return b;
+}
+
+std::vector<double> bf16_to_double(const std::vector<std::uint16_t>& v) {
+  std::vector<double> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = mx::bf16_value(v[i]);
+  return out;
+}
+}  // namespace
+
+std::string_view routing_name(RoutingKind kind) {
+  switch (kind) {
+    case RoutingKind::uniform: return "uniform";
+    case RoutingKind::one_expert: return "one-expert";
+    case RoutingKind::zipf: return "zipf";
+    case RoutingKind::sparse: return "sparse";
+  }
+  return "?";
+}
+
+reference::Routing random_routing(const reference::MoeProblem& p, int tokens, RoutingKind kind, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int E = p.experts, K = p.top_k;
+  std::vector<double> popularity(E, 1.0);
+  if (kind == RoutingKind::zipf)
+    for (int e = 0; e < E; ++e) popularity[e] = 1.0 / std::pow(e + 1.0, 1.2);
+  if (kind == RoutingKind::sparse)
+    for (int e = std::min(E, 2 * K); e < E; ++e) popularity[e] = 0.0;
+  std::vector<int> order(E);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);  // which experts are hot changes every run
+  const int hot = static_cast<int>(rng() % E);
+
+  reference::Routing r;
+  r.tokens = tokens;
+  r.ids.resize(std::size_t(tokens) * K);
+  r.weights.resize(std::size_t(tokens) * K);
+  std::uniform_real_distribution<float> uniform(0.05f, 1.0f);
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<double> w = popularity;
+    float total = 0;
+    for (int j = 0; j < K; ++j) {
+      int e;
+      if (kind == RoutingKind::one_expert) {
+        e = (hot + j) % E;
+      } else {
+        std::discrete_distribution<int> pick(w.begin(), w.end());
+        const int rank = pick(rng);
+        w[rank] = 0.0;  // distinct experts per token
+        e = order[rank];
+      }
+      r.ids[std::size_t(t) * K + j] = e;
+      total += r.weights[std::size_t(t) * K + j] = uniform(rng);
+    }
+    for (int j = 0; j < K; ++j) r.weights[std::size_t(t) * K + j] /= total;
+  }
+  return r;
+}
+
+RandomInputs random_inputs(const reference::MoeProblem& p, int tokens, RoutingKind kind, std::uint64_t seed,
+                           const XStyle& style) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> octaves(0, 24);
+  RandomInputs in;
+  in.x.resize(std::size_t(tokens) * p.hidden);
+  in.x_bf16.resize(in.x.size());
+  for (std::size_t i = 0; i < in.x.size(); ++i) {
+    int shift = style.wide ? -octaves(rng) : 0;
+    if (!style.block_shift.empty()) shift += style.block_shift.at((i % p.hidden) / 32);
+    in.x_bf16[i] = mx::bf16_bits(std::ldexp(normal(rng), shift));
+    in.x[i] = static_cast<float>(mx::bf16_value(in.x_bf16[i]));
+  }
+  in.xq = mx::quantize_mxfp8(in.x, tokens, p.hidden);
+  in.xs_words = mx::pack_scale_words(in.xq.scales, tokens, p.hidden);
+  in.routing = random_routing(p, tokens, kind, rng());
+  return in;
+}
+
+RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed, const WeightScales& scales) {
+  RandomWeights w;
+  const std::size_t E = p.experts, H = p.hidden, I = p.intermediate;
+  w.host.w1.resize(E * 2 * I * H / 2);
+  w.host.s1.resize(E * 2 * I * H / 32);
+  w.host.w2.resize(E * H * I / 2);
+  w.host.s2.resize(E * H * I / 32);
+  random_bytes(w.host.w1, seed + 1);
+  random_scales(w.host.s1, seed + 2, 118, 122);
+  if (!scales.w1_block_code.empty())
+    for (std::size_t i = 0; i < w.host.s1.size(); ++i)
+      w.host.s1[i] = static_cast<std::uint8_t>(scales.w1_block_code.at(i % (H / 32)));
+  random_bytes(w.host.w2, seed + 3);
+  random_scales(w.host.s2, seed + 4, scales.w2_lo, scales.w2_hi);
+  w.w1 = upload(w.host.w1);
+  w.s1 = upload(w.host.s1);
+  w.w2 = upload(w.host.w2);
+  w.s2 = upload(w.host.s2);
+  return w;
+}
+
+double quantized_cosine_bar(std::string_view path, const reference::MoeProblem& p, int tokens) {
+  const long long handoff_elements = static_cast<long long>(tokens) * p.top_k * p.intermediate;
+  if (path != "fast") return 0.99999;
+  return handoff_elements < kFastPathFullBarElements ? 0.999 : 0.9999;
+}
+
+bool MoeCheckResult::passed() const {
+  return quantized.cosine >= cosine_bar && quantized.nan_or_inf == 0 && dense.cosine >= dense_bar && unwritten == 0 &&
+         rerun_identical && x_quantization_matches && epoch == 2;
+}
+
+std::string MoeCheckResult::summary() const {
+  return fmt::format(
+      "{:<5} B={:<3} {:<10} cos_q={:.7f}{} maxerr_q={:.3g} cos_dense={:.5f} nan={} unwritten={} rerun={} epoch={} "
+      "{:.3f} ms (check {:.1f} s) {}",
+      path, tokens, routing_name(routing), quantized.cosine,
+      cosine_bar != 0.99999 ? fmt::format(" (bar {})", cosine_bar) : std::string(), quantized.max_abs_error,
+      dense.cosine, quantized.nan_or_inf, unwritten, rerun_identical ? "same" : "DIFFERENT", epoch, gpu_ms,
+      wall_seconds, passed() ? "PASS" : "FAIL");
+}
+
+std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>& layers, const RandomWeights& weights,
+                                          int tokens, RoutingKind routing, std::uint64_t seed, const XStyle& style) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const reference::MoeProblem p = problem_of(layers.front()->config());
+  const int H = p.hidden;
+
+  const RandomInputs in = random_inputs(p, tokens, routing, seed, style);
+  const std::vector<float>& x = in.x;
+  const std::vector<std::uint16_t>& x_bf16 = in.x_bf16;
+  const mx::MxMatrix& xq = in.xq;
+  const std::vector<std::uint32_t>& xs_words = in.xs_words;
+  const reference::Routing& r = in.routing;
+
+  DeviceBuffer d_xq(xq.elements.size()), d_xs(xs_words.size() * 4), d_xb(x_bf16.size() * 2);
+  DeviceBuffer d_ids(r.ids.size() * 4), d_w(r.weights.size() * 4), d_y(std::size_t(tokens) * H * 2);
+  d_xq.upload(xq.elements);
+  d_xs.upload(xs_words);
+  d_xb.upload(x_bf16);
+  d_ids.upload(r.ids);
+  d_w.upload(r.weights);
+  runtime::MoeForwardArgs args{d_xq.ptr(), d_xs.ptr(), d_xb.ptr(), d_ids.ptr(), d_w.ptr(), d_y.ptr(), tokens};
+
+  std::vector<MoeCheckResult> results;
+  std::vector<std::vector<std::uint16_t>> outputs;
+  for (runtime::MoeLayer* layer : layers) {
+    MoeCheckResult res;
+    res.tokens = tokens;
+    res.routing = routing;
+    res.path = std::string(codegen::path_name(*layer->options().codegen.path));
+    res.cosine_bar = quantized_cosine_bar(res.path, p, tokens);
+    CUstream stream = nullptr;
+    MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
+    CUevent start = nullptr, stop = nullptr;
+    MOEJIT_CU(cuEventCreate, &start, CU_EVENT_DEFAULT);
+    MOEJIT_CU(cuEventCreate, &stop, CU_EVENT_DEFAULT);
+    std::vector<std::uint16_t> y[2];
+    for (int run = 0; run < 2; ++run) {
+      MOEJIT_CU(cuMemsetD8Async, d_y.ptr(), 0xFF, d_y.bytes(), stream);  // poison: 0xFFFF is never written
+      MOEJIT_CU(cuEventRecord, start, stream);
+      layer->forward(args, stream);
+      MOEJIT_CU(cuEventRecord, stop, stream);
+      MOEJIT_CU(cuStreamSynchronize, stream);
+      float ms = 0;
+      MOEJIT_CU(cuEventElapsedTime, &ms, start, stop);
+      res.gpu_ms = ms;
+      y[run].resize(std::size_t(tokens) * H);
+      d_y.download(y[run]);
+    }
+    res.rerun_identical = y[0] == y[1];
+    res.unwritten = static_cast<std::size_t>(std::count(y[0].begin(), y[0].end(), std::uint16_t{0xFFFF}));
+
+    // The kernel's own quantization of BF16 x must equal the CPU twin's, bit for bit.
+    const contract::WorkspaceLayout l = layer->workspace_layout();
+    const CUdeviceptr ws = layer->workspace(stream);
+    if (layer->options().codegen.input_bf16) {
+      std::vector<std::uint8_t> gq(xq.elements.size()), gs(xq.scales.size());
+      MOEJIT_CU(cuMemcpyDtoH, gq.data(), ws + l.x_q, gq.size());
+      MOEJIT_CU(cuMemcpyDtoH, gs.data(), ws + l.x_scales, gs.size());
+      res.x_quantization_matches = gq == xq.elements && gs == xq.scales;
+    }
+    // Two forwards ran on this workspace since it was created: the header epoch counts them.
+    contract::MoeHeader header{};
+    MOEJIT_CU(cuMemcpyDtoH, &header, ws + l.header, sizeof(header));
+    res.epoch = header.epoch;
+    layer->release_stream(stream);
+    driver().cuEventDestroy(start);
+    driver().cuEventDestroy(stop);
+    driver().cuStreamDestroy(stream);
+    results.push_back(res);
+    outputs.push_back(std::move(y[0]));
+  }
+
+  const std::vector<std::uint16_t> want = reference::quantized_reference(p, weights.host, xq.elements, xq.scales, r);
+  std::vector<int> sample;
+  for (int t = 0; t < tokens && sample.size() < 16; t += std::max(1, tokens / 16)) sample.push_back(t);
+  const std::vector<double> dense = reference::dense_reference(p, weights.host, x, r, sample);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    results[i].quantized = reference::compare(bf16_to_double(outputs[i]), bf16_to_double(want));
+    std::vector<double> got_sample;
+    for (int t : sample)
+      for (int h = 0; h < H; ++h) got_sample.push_back(mx::bf16_value(outputs[i][std::size_t(t) * H + h]));
+    results[i].dense = reference::compare(got_sample, dense);
+    results[i].wall_seconds = seconds;
+  }
+  return results;
+}
+
+}  // namespace moejit::oracle

@@ -1,0 +1,255 @@
+#pragma once
+// The fast sm_90a MMA atom: MXFP4 weights become E4M3 in registers by bit
+// placement, activations stay E4M3 in shared memory, and one
+//   wgmma.mma_async.m64nNk32.f32.e4m3.e4m3 (A from registers, B from SMEM)
+// covers exactly one MX K32 block of the 64-row weight tile. Each K32 partial
+// sum is scaled into the FP32 accumulator by 2^(s_w - 127) * 2^(s_x - 127):
+// the products are exact, the tensor core's sum inside one K32 block keeps
+// about 14 bits, and nothing is lost across blocks (docs/numerics.md).
+//
+// Weight fragment order (moe_weight_layouts.cuh, kLayoutSm90Fp8): in a step
+// blob's 4096 payload bytes, consumer warp w, half h and lane (g, t) own the
+// 16 bytes at w*1024 + h*512 + lane*16: words {j=2h row g, j=2h row g+8,
+// j=2h+1 row g, j=2h+1 row g+8} (rows of the warp's M16 slice). A word holds
+// the 8 codes of one row and K32 block j that the lane feeds to wgmma:
+// k = 32j + 4t + b in byte b at bits {7: s, 4: e1, 3: e0, 2: m}, and
+// k = 32j + 16 + 4t + b in byte b at bits {5: s, 6: e1, 1: e0, 0: m}. Then
+//   x & 0x9C9C9C9C                                 -> a0 / a1 (k 4t..4t+3)
+//   ((x << 2) & 0x8C8C8C8C) | ((x >> 2) & 0x10101010) -> a2 / a3 (k 16+4t..)
+// are E4M3 bytes worth exactly E2M1 * 2^-6 (code 1, 0.5, is the E4M3
+// subnormal 2^-7): five integer operations per 8 weights.
+//
+// Activations: token column n's K128 slice is 128 bytes at n * 128 of a
+// 1024-byte aligned tile, its 16-byte chunk c stored at chunk c ^ (n % 8):
+// the 128B-swizzled K-major layout wgmma reads with a descriptor.
+
+#include "moe_pipeline.cuh"
+
+namespace moejit {
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+}
+// Keeps the compiler from moving accumulator reads or writes across a wgmma
+// boundary it cannot see (the instruction is asynchronous).
+template <int kCount>
+__device__ __forceinline__ void fence_operands(float (&v)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(v[i])::"memory");
+}
+// The same for A fragments: they must be complete before wgmma.fence, or
+// ptxas inserts its own fence after them (and serializes, if that is on a branch).
+__device__ __forceinline__ void fence_operands(u32 (&a)[4][4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(a[j][i])::"memory");
+}
+
+// Shared-memory matrix descriptor of a K-major, 128B-swizzled operand whose
+// 8-row groups are 1024 bytes apart.
+__device__ __forceinline__ u64 sw128_desc(u32 smem_byte_addr) {
+  return u64((smem_byte_addr & 0x3FFFFu) >> 4) | (u64(1) << 16) | (u64(1024 >> 4) << 32) | (u64(1) << 62);
+}
+
+// D (64 x N, FP32, overwritten: scale-d = 0) = A (64 x 32 E4M3, registers) * B (N x 32 E4M3, SMEM).
+template <int N>
+struct Wgmma;
+template <>
+struct Wgmma<8> {
+  __device__ static void issue(float (&d)[4], const u32 (&a)[4], u64 desc) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %9, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+  }
+};
+template <>
+struct Wgmma<16> {
+  __device__ static void issue(float (&d)[8], const u32 (&a)[4], u64 desc) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %13, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, "
+        "{%8, %9, %10, %11}, %12, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+  }
+};
+template <>
+struct Wgmma<32> {
+  __device__ static void issue(float (&d)[16], const u32 (&a)[4], u64 desc) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+        "%12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+  }
+};
+template <>
+struct Wgmma<64> {
+  __device__ static void issue(float (&d)[32], const u32 (&a)[4], u64 desc) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+        "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+  }
+};
+
+// 2^(code - 127) as FP32 for byte j of a UE8M0 scale word: the byte moved to
+// the exponent field, then code 0 raised to its subnormal 2^-127 (0x00400000),
+// three integer operations; every code 0..254 is exact.
+template <int kJ>
+__device__ __forceinline__ float ue8m0_byte_value(u32 word) {
+  const u32 field = (kJ == 3 ? word >> 1 : word << (23 - 8 * kJ)) & 0x7F800000u;
+  return __uint_as_float(max(field, 0x00400000u));
+}
+
+struct AtomSm90Fp8 {
+  static constexpr int kPath = contract::kPathSm90Fp8;
+  // The E4M3 placement reads as E2M1 * 2^-6: the accumulator is 2^-6 of the sum.
+  static constexpr float kAccScale = 64.0f;
+
+  // Where the 16-byte chunk c (of 8) of token column n's K128 slice goes (the 128B swizzle).
+  __device__ static u32 x_chunk_offset(int n, int c) { return u32(n * 128 + ((c ^ (n & 7)) << 4)); }
+
+  // Runs `steps` K128 steps of one segment with N token columns on T 64-row
+  // tiles of the warpgroup. Per step: the T * 4 K32 wgmmas are issued
+  // back-to-back, the next step's weights and scale words are read while they
+  // run, then the warpgroup waits for them and scales the partial sums in.
+  // (ptxas keeps wgmma asynchronous only when no accumulator of an in-flight
+  // group is read and no wgmma wait sits on a branch: so the scaling follows
+  // a full wait, and the other consumer warpgroup's MMAs fill that gap.)
+  template <int N, int T, class Ring, class Cursor>
+  __device__ static void mainloop(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
+    steps = warp_uniform(steps);
+    const int tile0 = (threadIdx.x / 128) * T, warp = (threadIdx.x / 32) % contract::kConsumerWarps;
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    float part[T][4][N / 2];
+    u32 words[T][8], sw[T][2], sx[N / 4];
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) part[u][j][i] = 0.0f;
+    // The descriptors of stage s differ from stage 0's in the start address only.
+    const u64 desc0 = sw128_desc(smem_addr(ring.x_tile(0)));
+    int s = cur.stage;
+    wait_full(ring, s, cur.phase);
+    cur.advance();
+    load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+    for (int k = 0; k < steps; ++k) {
+      u32 a[T][4][4];
+#pragma unroll
+      for (int u = 0; u < T; ++u)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const u32 lo = words[u][2 * j], hi = words[u][2 * j + 1];  // rows g, g+8
+          a[u][j][0] = lo & 0x9C9C9C9Cu;
+          a[u][j][1] = hi & 0x9C9C9C9Cu;
+          a[u][j][2] = ((lo << 2) & 0x8C8C8C8Cu) | ((lo >> 2) & 0x10101010u);
+          a[u][j][3] = ((hi << 2) & 0x8C8C8C8Cu) | ((hi >> 2) & 0x10101010u);
+        }
+      // cp.async wrote the activation tile through the generic proxy; wgmma reads it through the async proxy.
+      fence_proxy_async_shared();
+#pragma unroll
+      for (int u = 0; u < T; ++u) fence_operands(a[u]);
+      const u64 desc = desc0 + u64(s * (Ring::kXTileBytes >> 4));
+      wgmma_fence();
+#pragma unroll
+      for (int u = 0; u < T; ++u)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) Wgmma<N>::issue(part[u][j], a[u][j], desc + 2 * j);
+      wgmma_commit();
+      u32 sw_now[T][2], sx_now[N / 4];
+#pragma unroll
+      for (int u = 0; u < T; ++u) sw_now[u][0] = sw[u][0], sw_now[u][1] = sw[u][1];
+#pragma unroll
+      for (int i = 0; i < N / 4; ++i) sx_now[i] = sx[i];
+      const int s_now = s;
+      // Only the wait is conditional: registers that feed a wgmma must not be
+      // written on a branch. After the last step this reads a stage nobody
+      // filled; the values are never used. Wide tiles read the next step after
+      // the wait instead: its words would not fit beside the partial sums.
+      constexpr bool kPrefetch = N * T <= 16;
+      s = cur.stage;
+      if (k + 1 < steps) {
+        wait_full(ring, s, cur.phase);
+        cur.advance();
+      }
+      if constexpr (kPrefetch) load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+      wgmma_wait<0>();
+#pragma unroll
+      for (int u = 0; u < T; ++u)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) fence_operands(part[u][j]);
+      release_stage(ring, s_now, lane);
+      if constexpr (!kPrefetch) load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+#pragma unroll
+      for (int u = 0; u < T; ++u) {
+        promote<N, 0>(acc[u], part[u][0], sw_now[u], sx_now);
+        promote<N, 1>(acc[u], part[u][1], sw_now[u], sx_now);
+        promote<N, 2>(acc[u], part[u][2], sw_now[u], sx_now);
+        promote<N, 3>(acc[u], part[u][3], sw_now[u], sx_now);
+      }
+    }
+  }
+
+ private:
+  // This lane's weight words (rows g and g+8, K32 blocks 0..3) and scale words of the warpgroup's tiles in
+  // stage s, and the scale words of its token columns.
+  template <int N, int T, class Ring>
+  __device__ static void load_step(const Ring& ring, int s, int tile0, int warp, int lane, int g, int t,
+                                   u32 (&words)[T][8], u32 (&sw)[T][2], u32 (&sx)[N / 4]) {
+#pragma unroll
+    for (int u = 0; u < T; ++u) {
+      const u8* w = ring.w_step(s, tile0 + u) + warp * 1024 + lane * 16;
+      const uint4 h0 = *reinterpret_cast<const uint4*>(w);
+      const uint4 h1 = *reinterpret_cast<const uint4*>(w + 512);
+      words[u][0] = h0.x, words[u][1] = h0.y, words[u][2] = h0.z, words[u][3] = h0.w;
+      words[u][4] = h1.x, words[u][5] = h1.y, words[u][6] = h1.z, words[u][7] = h1.w;
+      sw[u][0] = ring.w_scales(s, tile0 + u)[16 * warp + g];
+      sw[u][1] = ring.w_scales(s, tile0 + u)[16 * warp + g + 8];
+    }
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i) {
+      sx[2 * i] = ring.x_scale(s, 8 * i + 2 * t);
+      sx[2 * i + 1] = ring.x_scale(s, 8 * i + 2 * t + 1);
+    }
+  }
+
+  // acc += part * 2^(s_x - 127) * 2^(s_w - 127) for K32 block J of the step.
+  template <int N, int J>
+  __device__ static void promote(float (&acc)[N / 2], const float (&part)[N / 2], const u32 (&sw)[2],
+                                 const u32 (&sx)[N / 4]) {
+    const float w_lo = ue8m0_byte_value<J>(sw[0]), w_hi = ue8m0_byte_value<J>(sw[1]);
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i) {
+      const float x0 = ue8m0_byte_value<J>(sx[2 * i]), x1 = ue8m0_byte_value<J>(sx[2 * i + 1]);
+      // The scale product first: 2^(s_w + s_x - 254) is exact whenever it is an FP32 value, while
+      // part * 2^(s_x - 127) alone may overflow for a large s_x that a small s_w compensates.
+      acc[4 * i + 0] = fmaf(part[4 * i + 0], x0 * w_lo, acc[4 * i + 0]);
+      acc[4 * i + 1] = fmaf(part[4 * i + 1], x1 * w_lo, acc[4 * i + 1]);
+      acc[4 * i + 2] = fmaf(part[4 * i + 2], x0 * w_hi, acc[4 * i + 2]);
+      acc[4 * i + 3] = fmaf(part[4 * i + 3], x1 * w_hi, acc[4 * i + 3]);
+    }
+  }
+};
+
+}  // namespace moejit

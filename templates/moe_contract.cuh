@@ -1,0 +1,226 @@
+#pragma once
+// The host/device contract of the MoE role kernels, written once: the MMA
+// paths, the weight step blob, the workspace layout and the compute role's
+// shared-memory layout. The host includes this file as C++ (codegen sizes
+// launches and the runtime carves the workspace from it); NVRTC includes it
+// from the templates, whose entries static_assert that the SMEM size, thread
+// count and workspace size the host planned are what this file computes.
+//
+// Plain integer arithmetic only: no headers (NVRTC has none), no device types.
+
+#if defined(__CUDACC__)
+#define MOEJIT_HD __host__ __device__
+#else
+#define MOEJIT_HD
+#endif
+
+namespace moejit {
+namespace contract {
+
+// The MMA atom of the compute role. Each atom fixes the weight fragment
+// order inside a step blob, the staged activation format and the handoff.
+enum MmaPath : int {
+  kPathSm90Bf16 = 0,  // exact: E2M1 -> BF16 with the scale folded in, mma.sync bf16 (moe_atom_sm90_bf16.cuh)
+  kPathSm90Fp8 = 1,   // fast: E2M1 -> E4M3 by bit placement, wgmma e4m3, FP32 scaling per K32 (moe_atom_sm90_fp8.cuh)
+  kPathSm120 = 2,     // native block-scaled mma.sync kind::mxf8f6f4 (moe_atom_sm120.cuh)
+};
+
+// Whether the path stages activations as E4M3 + UE8M0 scale words (else as
+// their exact BF16 image).
+MOEJIT_HD constexpr bool path_fp8_rows(int path) {
+  return path != kPathSm90Bf16;
+}
+
+// Compute role: an item is `tiles` 64-row weight tiles; `groups` consumer
+// warpgroups each own tiles / groups of them (warp w of a group the M16
+// slice w of each), then a weight producer warp and an activation producer
+// warp. More tiles per warpgroup share one activation scale decode and one
+// barrier round among more weights.
+constexpr int kConsumerWarps = 4;  // per group
+constexpr int kMaxGroups = 2;
+MOEJIT_HD constexpr int consumer_threads(int groups) {
+  return 32 * kConsumerWarps * groups;
+}
+MOEJIT_HD constexpr int compute_threads(int groups) {
+  return consumer_threads(groups) + 64;
+}
+
+// One weight step: 64 rows x K128 of E2M1 codes in the atom's fragment order
+// (4096 B), then the 64 rows' UE8M0 scale words (byte j = K32 block j).
+// Packed projections are [E][N/128][K/128][2] step blobs: the two 64-row
+// tiles of a 128-row pair sit side by side for each K128 block, so a
+// two-group item loads both with one copy and a one-group item streams
+// 4 KiB runs.
+constexpr int kWeightTileRows = 64;
+constexpr int kWeightPayloadBytes = 4096;
+constexpr int kWeightStepBytes = kWeightPayloadBytes + 4 * kWeightTileRows;
+MOEJIT_HD constexpr long long weight_step_offset(int expert, int mt, int kb, int n_rows, int k) {
+  return (((long long)expert * (n_rows / 128) + mt / 2) * (k / 128) + kb) * 2 * kWeightStepBytes +
+         (long long)(mt % 2) * kWeightStepBytes;
+}
+// The inverse: which (expert, 64-row tile, K128 block) the step at `index`
+// (memory order, in units of kWeightStepBytes) holds.
+struct WeightStep {
+  int expert, mt, kb;
+};
+MOEJIT_HD constexpr WeightStep weight_step_at(long long index, int n_rows, int k) {
+  const long long blocks = k / 128, pairs = n_rows / 128;
+  const int half = int(index % 2), kb = int((index / 2) % blocks), pair = int((index / (2 * blocks)) % pairs);
+  return {int(index / (2 * blocks * pairs)), 2 * pair + half, kb};
+}
+// The compute role loads weight steps with TMA over the packed bytes viewed as
+// rows of 64 bytes: a step is kWeightStepBytes / 64 = 68 rows, and one box is
+// a step or a pair's two adjacent steps (136 rows: TMA boxes stop at 256); an
+// item of `tiles` steps per K128 block loads max(1, tiles / 2) boxes.
+constexpr int kWeightMapRowBytes = 64;
+MOEJIT_HD constexpr int weight_box_rows(int tiles) {
+  return (tiles >= 2 ? 2 : 1) * kWeightStepBytes / kWeightMapRowBytes;
+}
+
+MOEJIT_HD constexpr long long align_up(long long v, long long a) {
+  return (v + a - 1) / a * a;
+}
+
+// Bytes of one token's K128 slice as the atom stages it, and the SMEM row
+// pitch it lands in. fp8 atoms: 128 E4M3 bytes (sm_90a: 128B-swizzled rows
+// for wgmma; sm_120a: 144-byte padded rows for ldmatrix). bf16: the 256-byte
+// BF16 image in 272-byte padded rows.
+MOEJIT_HD constexpr int x_chunk_bytes(int path) {
+  return path_fp8_rows(path) ? 128 : 256;
+}
+MOEJIT_HD constexpr int x_row_pitch(int path) {
+  return path == kPathSm90Fp8 ? 128 : x_chunk_bytes(path) + 16;
+}
+// A GEMM2 activation row (the GEMM1 handoff) of one route: E4M3 act (I bytes)
+// and its UE8M0 scale words (I/128 words), or the BF16 image (2I bytes).
+MOEJIT_HD constexpr long long handoff_row_bytes(int path, int inter) {
+  return path_fp8_rows(path) ? inter : 2LL * inter;
+}
+
+// The workspace header. `epoch` counts the forwards that finished on this
+// workspace (the last compute CTA of a forward bumps it), so a forward tags its
+// partial sums with epoch + 1 and no flag needs a reset. `done` counts the
+// compute CTAs that finished this forward.
+struct MoeHeader {
+  int epoch;
+  int done;
+};
+
+// A staged activation scale word travels in a 16-byte record (word 0): GEMM2's
+// come from the handoff other SMs wrote during this forward, and only 16-byte
+// cp.async (.cg) skips the L1, whose stale copy of a neighbour's record would
+// otherwise be read.
+constexpr int kScaleRecordBytes = 16;
+
+// The dimensions the workspace depends on (E local experts, Bcap token capacity).
+struct MoeDims {
+  int experts, top_k, hidden, inter, capacity, path;
+};
+
+// The widest token tile (wgmma N) a compute item uses; split-K partial slots
+// are sized for it, so one workspace serves every batch size.
+constexpr int kMaxTileN = 64;
+
+// The workspace: one flat allocation per stream. Regions are 256-byte
+// aligned. Everything before `partials` is independent of the grid, so a
+// kernel finds every region from its compile-time constants and the last one
+// from gridDim.
+struct WorkspaceLayout {
+  long long header;        // MoeHeader
+  long long ready;         // int [E][I/128]: finished GEMM1 tiles per (active expert, K128 block of I)
+  long long x_q;           // u8  [Bcap][H]: E4M3 activations quantized from BF16 input by the dispatch role
+  long long x_scales;      // u32 [Bcap][H/128]
+  long long x_bf16;        // u16 [Bcap][H]: the exact path's BF16 image of x
+  long long handoff;       // [Bcap*k] rows of handoff_row_bytes: GEMM2 activations, by route r = t*k + j
+  long long handoff_s;     // [Bcap*k][I/128] 16-byte records, word 0 the UE8M0 scale word (fp8 paths)
+  long long arena;         // u16 [Bcap*k][H]: each route's BF16 output row
+  long long partial_flag;  // int [2][grid]: tag of the forward whose partial sits in the slot
+  long long partials;      // float [2][grid][partial_slot_floats()]: split-K partial sums
+  long long fixed_bytes;   // bytes before `partials`
+};
+
+// One consumer thread's accumulators of its tiles (tiles / groups * tile_n / 2 <= kMaxTileN / 2), for every
+// consumer thread.
+MOEJIT_HD constexpr long long partial_slot_floats() {
+  return (long long)consumer_threads(kMaxGroups) * kMaxTileN / 2;
+}
+
+MOEJIT_HD constexpr WorkspaceLayout workspace_layout(MoeDims d) {
+  WorkspaceLayout l{};
+  long long at = 0;
+  const long long routes = (long long)d.capacity * d.top_k;
+  const bool fp8 = path_fp8_rows(d.path);
+  l.header = at, at += align_up(64, 256);
+  l.ready = at, at += align_up(4LL * d.experts * (d.inter / 128), 256);
+  l.x_q = at, at += align_up((long long)d.capacity * d.hidden, 256);
+  l.x_scales = at, at += align_up(4LL * d.capacity * (d.hidden / 128), 256);
+  l.x_bf16 = at, at += fp8 ? 0 : align_up(2LL * d.capacity * d.hidden, 256);
+  l.handoff = at, at += align_up(routes * handoff_row_bytes(d.path, d.inter), 256);
+  l.handoff_s = at, at += fp8 ? align_up(kScaleRecordBytes * routes * (d.inter / 128), 256) : 0;
+  l.arena = at, at += align_up(2 * routes * d.hidden, 256);
+  l.partial_flag = at, at += 0;  // sized by the grid, below
+  l.partials = 0;
+  l.fixed_bytes = at;
+  return l;
+}
+
+// The grid-dependent tail: flags, then partial slots (16-byte aligned).
+MOEJIT_HD constexpr long long partials_offset(MoeDims d, int grid) {
+  return workspace_layout(d).fixed_bytes + align_up(4LL * 2 * grid, 256);
+}
+MOEJIT_HD constexpr long long workspace_bytes(MoeDims d, int grid) {
+  return partials_offset(d, grid) + 4LL * 2 * grid * partial_slot_floats();
+}
+
+// The compute role's dynamic shared memory. X tiles first (1024-byte aligned:
+// the 128B swizzle atom), then weight steps, staged scale words and route ids,
+// the barriers, the epilogue's amax exchange and the schedule tables. The
+// per-expert counts of the routing prologue alias the X tiles (they are dead
+// before the first stage is filled).
+struct ComputeSmemLayout {
+  int x;        // [stages][tile_n * x_row_pitch]
+  int w;        // [stages][tiles * kWeightStepBytes]
+  int xs;       // [stages][tile_n] 16-byte scale records: word 0 is the column's UE8M0 scale word
+  int route;    // int [stages][tile_n]: the route of each token column
+  int full_w;   // u64 [stages]
+  int full_x;   // u64 [stages]
+  int empty;    // u64 [stages]
+  int amax;     // float [tiles][kConsumerWarps][tile_n]
+  int active;   // int [E]: expert id of active index a
+  int count;    // int [E]: routes of active index a
+  int tile0;    // int [E + 1]: first token tile of active index a
+  int scratch;  // int [64]: scan partials and broadcast words
+  int total;    // bytes
+  int counts;   // int [E] per-expert counts in the prologue (aliases x)
+};
+
+MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, int tile_n, int stages, int experts) {
+  ComputeSmemLayout l{};
+  int at = 0;
+  l.x = at, at += (int)align_up((long long)stages * tile_n * x_row_pitch(path), 1024);
+  l.w = at, at += stages * tiles * kWeightStepBytes;
+  l.xs = at, at += kScaleRecordBytes * stages * tile_n;
+  l.route = at, at += 4 * stages * tile_n;
+  at = (int)align_up(at, 8);
+  l.full_w = at, at += 8 * stages;
+  l.full_x = at, at += 8 * stages;
+  l.empty = at, at += 8 * stages;
+  l.amax = at, at += 4 * tiles * kConsumerWarps * tile_n;
+  l.active = at, at += 4 * experts;
+  l.count = at, at += 4 * experts;
+  l.tile0 = at, at += 4 * (experts + 1);
+  l.scratch = at, at += 4 * 64;
+  l.total = (int)align_up(at, 128);
+  l.counts = l.x;
+  return l;
+}
+
+// Whether the prologue's counts fit in the X tiles they alias, and the shape is one the role supports.
+MOEJIT_HD constexpr bool compute_smem_valid(int path, int groups, int tiles, int tile_n, int stages, int experts) {
+  return 4LL * experts <= (long long)stages * tile_n * x_row_pitch(path) && tile_n % 8 == 0 && tile_n >= 8 &&
+         tile_n <= kMaxTileN && stages >= 2 && groups >= 1 && groups <= kMaxGroups && tiles % groups == 0 &&
+         (tiles == 1 || tiles % 2 == 0) && tiles / groups * tile_n <= kMaxTileN;
+}
+
+}  // namespace contract
+}  // namespace moejit

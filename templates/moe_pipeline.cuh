@@ -1,0 +1,63 @@
+#pragma once
+// The compute role's stage ring: the views of one stage's buffers and the
+// three barrier sets. Producers fill stage s (weights on full_w[s], staged
+// activations, scale words and route ids on full_x[s]); the consumer
+// warpgroup waits on both and, when its MMA atom is done reading, releases
+// the stage on empty[s] (one arrival per consumer warp). Every role walks the
+// same step sequence, so each keeps its own (stage, phase) cursor.
+
+#include "moe_contract.cuh"
+#include "moe_ptx.cuh"
+
+namespace moejit {
+
+template <int kPath, int kTiles, int kTileN, int kStages>
+struct StageRing {
+  static constexpr int kXTileBytes = kTileN * contract::x_row_pitch(kPath);
+  static constexpr int kWBytes = kTiles * contract::kWeightStepBytes;
+  u8* x;       // [kStages][kXTileBytes]
+  u8* w;       // [kStages][kTiles][kWeightStepBytes]
+  u32* xs;     // [kStages][kTileN] scale records (contract::kScaleRecordBytes)
+  int* route;  // [kStages][kTileN]
+  u64* full_w;
+  u64* full_x;
+  u64* empty;
+
+  __device__ u8* x_tile(int s) const { return x + s * kXTileBytes; }
+  // The weight step of 64-row tile `tile` of the item in stage s.
+  __device__ const u8* w_step(int s, int tile) const { return w + s * kWBytes + tile * contract::kWeightStepBytes; }
+  __device__ const u32* w_scales(int s, int tile) const {
+    return reinterpret_cast<const u32*>(w_step(s, tile) + contract::kWeightPayloadBytes);
+  }
+  // The scale word of token column n of stage s.
+  __device__ u32 x_scale(int s, int n) const { return xs[(s * kTileN + n) * (contract::kScaleRecordBytes / 4)]; }
+  __device__ u32* x_scale_record(int s, int n) const {
+    return xs + (s * kTileN + n) * (contract::kScaleRecordBytes / 4);
+  }
+  __device__ const int* routes(int s) const { return route + s * kTileN; }
+};
+
+// A role's position in the ring.
+template <int kStages>
+struct StageCursor {
+  int stage = 0;
+  u32 phase = 0;
+  __device__ void advance() {
+    if (++stage == kStages) stage = 0, phase ^= 1u;
+  }
+};
+
+// Consumer side: wait until stage s holds both operands.
+template <class Ring>
+__device__ __forceinline__ void wait_full(const Ring& ring, int s, u32 phase) {
+  mbar_wait(&ring.full_w[s], phase);
+  mbar_wait(&ring.full_x[s], phase);
+}
+// Consumer side: this warp is done with stage s.
+template <class Ring>
+__device__ __forceinline__ void release_stage(const Ring& ring, int s, int lane) {
+  __syncwarp();
+  if (lane == 0) mbar_arrive(&ring.empty[s]);
+}
+
+}  // namespace moejit

@@ -1,0 +1,227 @@
+#pragma once
+// The compute role's schedule, derived by every CTA from topk_ids alone, so
+// no role has to run before the weights start streaming:
+//
+//  1. Routing: routes per expert, the active experts in expert order, and the
+//     token tiles of each (ceil(count / tile_n)); all CTAs compute the same
+//     tables, so they agree on every index below without talking.
+//  2. Work: phase 0 is GEMM1 (items = token tile x 64 * kGroups interleaved
+//     gate/up rows, K = H), phase 1 GEMM2 (token tile x 64 * kGroups rows of
+//     H, K = I). A phase's
+//     K128 steps form one list, item-major; CTA b takes the contiguous share
+//     [b W / G, (b + 1) W / G) of each phase, so every CTA streams the same
+//     number of weight bytes (a balanced "stream-K" split). An item cut by a
+//     share boundary is finished by the CTA holding its first step (its owner);
+//     the later pieces, which their CTAs run first, leave partial sums.
+//  3. Route lists: the token columns of an item are the routes of its expert
+//     in route order (a stable sort), found with a warp ballot scan.
+
+#include "moe_contract.cuh"
+#include "moe_ptx.cuh"
+
+namespace moejit {
+
+// Exclusive prefix sum of data[0..n) in place by one block; returns the total.
+// Each thread owns a contiguous run; run totals are scanned with warp shuffles.
+template <int kThreads>
+__device__ unsigned block_exclusive_scan(unsigned* data, int n, unsigned* s_partials) {
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "one warp scans the warp totals");
+  const int per_thread = (n + kThreads - 1) / kThreads;
+  const int begin = threadIdx.x * per_thread;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  unsigned local = 0;
+  for (int i = begin; i < begin + per_thread && i < n; ++i) local += data[i];
+  unsigned inclusive = local;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const unsigned v = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
+    if (lane >= d) inclusive += v;
+  }
+  if (lane == 31) s_partials[warp] = inclusive;
+  __syncthreads();
+  if (warp == 0) {
+    unsigned w = lane < kThreads / 32 ? s_partials[lane] : 0u;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const unsigned v = __shfl_up_sync(0xFFFFFFFFu, w, d);
+      if (lane >= d) w += v;
+    }
+    if (lane < kThreads / 32) s_partials[lane] = w;  // inclusive warp prefix
+  }
+  __syncthreads();
+  unsigned running = inclusive - local + (warp > 0 ? s_partials[warp - 1] : 0u);
+  for (int i = begin; i < begin + per_thread && i < n; ++i) {
+    const unsigned v = data[i];
+    data[i] = running;
+    running += v;
+  }
+  const unsigned total = s_partials[kThreads / 32 - 1];
+  __syncthreads();
+  return total;
+}
+
+// The routing tables in shared memory (contract::ComputeSmemLayout).
+struct RouteTables {
+  int* active;  // [E]: expert of active index a
+  int* count;   // [E]: routes of active index a
+  int* tile0;   // [E + 1]: first token tile of active index a (prefix)
+  int n_active;
+  int tiles;  // token tiles over all active experts
+};
+
+// Step 1, by the whole block. `counts` is [E] scratch (it may alias buffers
+// that are dead until the pipeline starts); the tables are filled in place.
+// An id outside [0, E) is not routed (finalize poisons its token).
+template <int kExperts, int kTileN, int kThreads>
+__device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes, unsigned* counts, unsigned* s_scratch,
+                                    int* active, int* count, int* tile0) {
+  for (int e = threadIdx.x; e < kExperts; e += kThreads) counts[e] = 0u;
+  __syncthreads();
+  for (int r = threadIdx.x; r < routes; r += kThreads) {
+    const int id = topk_ids[r];
+    if (unsigned(id) < unsigned(kExperts)) atomicAdd(&counts[id], 1u);
+  }
+  __syncthreads();
+  // One scan carries both prefixes: active index in bits 20+ (E <= 2048), token
+  // tiles below (at most one per route, < 2^20).
+  for (int e = threadIdx.x; e < kExperts; e += kThreads) {
+    const unsigned c = counts[e];
+    count[e] = int(c);  // parked: `count` is re-indexed by active index below
+    counts[e] = c ? (1u << 20) | ((c + kTileN - 1) / kTileN) : 0u;
+  }
+  __syncthreads();
+  const unsigned total = block_exclusive_scan<kThreads>(counts, kExperts, s_scratch);
+  // Compact in place: the active index of e is never above e, but another
+  // thread may still read count[e'] for e' > e, so go through registers.
+  constexpr int kPerThread = (kExperts + kThreads - 1) / kThreads;
+  int my_count[kPerThread];
+  unsigned my_prefix[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int e = threadIdx.x + i * kThreads;
+    my_count[i] = e < kExperts ? count[e] : 0;
+    my_prefix[i] = e < kExperts ? counts[e] : 0u;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int e = threadIdx.x + i * kThreads;
+    if (e < kExperts && my_count[i] > 0) {
+      const int a = int(my_prefix[i] >> 20);
+      active[a] = e;
+      count[a] = my_count[i];
+      tile0[a] = int(my_prefix[i] & 0xFFFFFu);
+    }
+  }
+  RouteTables t{active, count, tile0, int(total >> 20), int(total & 0xFFFFFu)};
+  if (threadIdx.x == 0) tile0[t.n_active] = t.tiles;
+  __syncthreads();
+  return t;
+}
+
+// One contiguous piece of one item that a CTA runs.
+struct Segment {
+  int phase;  // 0: GEMM1, 1: GEMM2
+  long long item;
+  int a, j, mt;  // active expert index, its token tile, the item's M extent (64 * kGroups rows)
+  int expert;
+  int rows;    // token columns (<= tile_n)
+  int k0, k1;  // K128 steps [k0, k1) of the item's kb
+};
+
+// Items per token tile (M extents of 64 * kGroups rows) and K128 steps per item of each phase.
+template <int kHidden, int kInter, int kGroups>
+struct PhaseShape {
+  __host__ __device__ static constexpr int mt(int phase) { return (phase ? kHidden / 64 : 2 * kInter / 64) / kGroups; }
+  __host__ __device__ static constexpr int kb(int phase) { return phase ? kInter / 128 : kHidden / 128; }
+};
+
+// Every division below is by a compile-time constant (the grid included):
+// nvJitLink compiles relocatable code, where a division by a run-time value is
+// a call to a helper, and ptxas serializes every wgmma of a kernel that calls.
+
+// Walks the segments of one CTA's shares, phase 0 then phase 1, in order.
+// Every role of the CTA walks the same sequence.
+template <int kHidden, int kInter, int kGroups, int kTileN, int kGrid>
+struct SegmentWalker {
+  using Shape = PhaseShape<kHidden, kInter, kGroups>;
+  const RouteTables* t;
+  int b;
+  int phase;
+  long long step, end;
+
+  // The K128 steps of a phase and the first of CTA b's share: [share(b), share(b + 1)).
+  __device__ long long work(int p) const { return (long long)t->tiles * Shape::mt(p) * Shape::kb(p); }
+  __device__ long long share(int p, int block) const { return (unsigned long long)work(p) * block / kGrid; }
+  __device__ void start_phase(int p) {
+    phase = p;
+    step = share(p, b);
+    end = share(p, b + 1);
+  }
+  __device__ SegmentWalker(const RouteTables* tables, int block) : t(tables), b(block) { start_phase(0); }
+
+  __device__ bool next(Segment& s) {
+    while (step >= end) {
+      if (phase == 1) return false;
+      start_phase(1);
+    }
+    s.phase = phase;
+    const int tile = phase == 0 ? locate<Shape::mt(0), Shape::kb(0)>(s) : locate<Shape::mt(1), Shape::kb(1)>(s);
+    step += s.k1 - s.k0;
+    int lo = 0, hi = t->n_active - 1;  // the last a with tile0[a] <= tile
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (t->tile0[mid] <= tile)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    s.a = lo;
+    s.j = tile - t->tile0[lo];
+    s.expert = t->active[lo];
+    s.rows = min(kTileN, t->count[lo] - s.j * kTileN);
+    return true;
+  }
+
+ private:
+  // Item, M tile and steps of the current step; returns the token tile index.
+  template <int kMt, int kKb>
+  __device__ int locate(Segment& s) const {
+    const unsigned long long u = step, item = u / kKb;
+    s.item = (long long)item;
+    s.k0 = int(u % kKb);
+    s.k1 = int(min((long long)kKb, s.k0 + (end - step)));
+    s.mt = int(item % kMt);
+    return int(item / kMt);
+  }
+};
+
+// Route list of token tile j of `expert`: column c < rows gets the route r
+// (t * k + slot) of rank j * tile_n + c among the expert's routes in route
+// order. Every lane returns the route of column `lane` (and `lane + 32` in
+// `second`), -1 where there is none. A warp-wide ballot scan.
+__device__ __forceinline__ void tile_routes(const i32* __restrict__ topk_ids, int routes, int expert, int rank0,
+                                            int rows, int& first, int& second) {
+  const int lane = threadIdx.x % 32;
+  first = second = -1;
+  int running = 0;
+  const u32 below = (1u << lane) - 1u;
+  for (int base = 0; base < routes && running < rank0 + rows; base += 32) {
+    const int r = base + lane;
+    const bool hit = r < routes && topk_ids[r] == expert;
+    const u32 mask = __ballot_sync(0xFFFFFFFFu, hit);
+    const int c = running + __popc(mask & below) - rank0;
+    // Hand route r to the lane that owns column c.
+    for (u32 m = mask; m; m &= m - 1u) {
+      const int src = __ffs(m) - 1;
+      const int col = __shfl_sync(0xFFFFFFFFu, c, src);
+      if (col >= 0 && col < rows) {
+        if (lane == col) first = base + src;
+        if (lane + 32 == col) second = base + src;
+      }
+    }
+    running += __popc(mask);
+  }
+}
+
+}  // namespace moejit

@@ -1,0 +1,33 @@
+#pragma once
+// The K-loops of a kernel's SASS (nvdisasm -c output): every innermost loop
+// (a backward branch to a label) that issues tensor-core MMAs, with its static
+// instruction mix. Static counts of a loop body are what the loop issues per
+// iteration: the bodies hold no inner branches that skip work.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moejit::sass {
+
+struct LoopMix {
+  std::string label;      // ".L_x_58"
+  std::string first_mma;  // "QGMMA.64x8x32.F32.E4M3.E4M3 ..."
+  int instructions = 0;   // everything in the body, the branch included
+  int alu = 0;            // integer and logic pipe: LOP3, SHF, PRMT, IADD3, ISETP, SEL, LEA, IMNMX, MOV, ...
+  int imad = 0;           // IMAD (the FMA pipe's integer ops, ptxas's moves included)
+  int fp32 = 0;           // FMUL, FFMA, FADD
+  int mma = 0;            // QGMMA, HGMMA, HMMA
+};
+
+// Every MMA loop of `sass`, in address order.
+std::vector<LoopMix> mma_loops(std::string_view sass);
+
+// The nvdisasm to use: $MOEJIT_NVDISASM, the copy tools/dev.sh installs under
+// .cache/nvdisasm, the CUDA toolkit's, or PATH's; empty when there is none.
+std::string find_nvdisasm(const std::string& source_dir);
+
+// Disassembles `cubin` with `nvdisasm` (-c: code only). Throws on failure.
+std::string disassemble(const std::string& nvdisasm, const std::vector<char>& cubin);
+
+}  // namespace moejit::sass

@@ -1,0 +1,111 @@
+// The fast path's instruction budget, pinned in CI: the SASS of the compute
+// role's K-loop (nvdisasm of the cubin that launches) may issue no more than
+// a stated number of instructions, and of integer-pipe instructions, per 8
+// weights.
+//
+// Why these numbers: at the HBM floor an H200 SM must consume 41 weights per
+// clock (4.8 TB/s, 2 weights a byte, 132 SMs, 1.76 GHz). Its four schedulers
+// issue 4 warp instructions a clock, so a loop that reaches the floor issues
+// at most 4 * 32 * 8 / 41 = 25 instructions per 8 weights, and the integer
+// pipe (16 lanes a clock per scheduler) takes at most 12.5 of them. With the
+// epilogues, the producers and the barriers around it, the K-loop must stay
+// well inside both. The budgets below are today's counts plus ~5%: N = 8
+// (B <= 16 of the real models) issues 20.1 and 9.9 integer ops per 8 weights,
+// N = 16 issues 26.2 and 12.4. A change that grows the loop past them fails
+// here, before a GPU ever runs it.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+#include <cstdio>
+#include <cstdlib>
+
+#include "codegen/device_profile.hpp"
+#include "codegen/moe_config.hpp"
+#include "codegen/moe_kernels.hpp"
+#include "codegen/moe_launch_plan.hpp"
+#include "jit/kernel_builder.hpp"
+#include "tests/sass/sass_loops.hpp"
+
+using namespace moejit;
+
+namespace {
+std::string g_nvdisasm;
+
+struct Budget {
+  int batch;       // GLM5.2 forward whose plan runs this token width
+  int n;           // wgmma N of the loop
+  double issued;   // instructions per 8 weights
+  double integer;  // integer-pipe instructions per 8 weights
+};
+}  // namespace
+
+TEST_CASE("the loop reader counts the innermost MMA loops of nvdisasm output") {
+  const std::string sass = R"(
+        /*0100*/                   MOV R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0110*/                   LOP3.LUT R2, R3, 0x9c9c9c9c, RZ, 0xc0, !PT ;
+.L_x_2:
+        /*0120*/                   SHF.L.U32 R4, R3, 0x2, RZ ;
+        /*0130*/                   QGMMA.64x8x32.F32.E4M3.E4M3 R24, R4, gdesc[UR4], RZ, !UPT, gsb0 ;
+        /*0140*/                   FFMA R5, R6, R7, R5 ;
+        /*0150*/                   IMAD.MOV.U32 R8, RZ, RZ, R9 ;
+        /*0160*/               @P0 BRA `(.L_x_2) ;
+        /*0170*/                   IADD3 R10, R10, 0x1, RZ ;
+        /*0180*/               @P1 BRA `(.L_x_1) ;
+        /*0190*/                   EXIT ;
+)";
+  const std::vector<sass::LoopMix> loops = sass::mma_loops(sass);
+  REQUIRE(loops.size() == 1);  // .L_x_1 holds .L_x_2: an outer loop
+  CHECK(loops[0].label == ".L_x_2");
+  CHECK(loops[0].instructions == 5);
+  CHECK(loops[0].alu == 1);
+  CHECK(loops[0].imad == 1);
+  CHECK(loops[0].fp32 == 1);
+  CHECK(loops[0].mma == 1);
+  CHECK(loops[0].first_mma.rfind("QGMMA.64x8x32", 0) == 0);
+}
+
+TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weights") {
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  codegen::MoeCodegenOptions fast;
+  fast.path = codegen::ComputePath::fast;
+  for (const Budget& b : {Budget{8, 8, 21.0, 10.5}, Budget{64, 16, 27.5, 13.0}}) {
+    CAPTURE(b.batch);
+    const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, b.batch, h200, fast);
+    const jit::BuildArtifacts built = jit::build_kernel(codegen::moe_compute_spec(glm, plan));
+    const std::vector<sass::LoopMix> loops = sass::mma_loops(sass::disassemble(g_nvdisasm, built.cubin));
+    // Per iteration (one K128 step) a consumer thread expands 8 words of 8 codes for each of its tiles.
+    const double eights = 8.0 * (plan.tiles / plan.groups);
+    int found = 0;
+    for (const sass::LoopMix& loop : loops) {
+      if (loop.first_mma.find(fmt::format("QGMMA.64x{}x32", b.n)) == std::string::npos) continue;
+      ++found;
+      const double issued = loop.instructions / eights, integer = loop.alu / eights;
+      MESSAGE(
+          fmt::format("N = {} loop {}: {} instructions per K128 step ({} integer, {} IMAD, {} FP32, {} MMA) = "
+                      "{:.1f} issued and {:.1f} integer per 8 weights (budget {} and {})",
+                      b.n, loop.label, loop.instructions, loop.alu, loop.imad, loop.fp32, loop.mma, issued, integer,
+                      b.issued, b.integer));
+      CHECK(loop.mma == 4 * plan.tiles / plan.groups);  // one wgmma per K32 block and tile
+      CHECK(issued <= b.issued);
+      CHECK(integer <= b.integer);
+    }
+    CHECK(found >= 1);
+  }
+}
+
+int main(int argc, char** argv) {
+  g_nvdisasm = sass::find_nvdisasm(MOEJIT_SOURCE_DIR);
+  const bool required = std::getenv("MOEJIT_REQUIRE_NVDISASM") && *std::getenv("MOEJIT_REQUIRE_NVDISASM") == '1';
+  if (g_nvdisasm.empty()) {
+    std::fprintf(stderr,
+                 "%s: no nvdisasm (set MOEJIT_NVDISASM, or run tools/dev.sh deps, which installs the "
+                 "nvidia-cuda-nvdisasm wheel under .cache/nvdisasm)\n",
+                 required ? "error" : "skipped");
+    return required ? 1 : 77;
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
+}

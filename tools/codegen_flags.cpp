@@ -1,0 +1,43 @@
+#include "tools/codegen_flags.hpp"
+
+#include <fmt/format.h>
+
+namespace moejit::tools {
+
+std::vector<OptionSpec> codegen_option_specs() {
+  return {
+      {"path", true,
+       "compute path: exact (sm_90a default: BF16 products, bit-exact GEMM1) or fast (sm_90a: E4M3 "
+       "wgmma, FP32 scaling per K32; sm_120a default); docs/numerics.md",
+       "P"},
+      {"input-bf16", false, "x arrives as BF16 and the dispatch role quantizes it to MXFP8"},
+      {"tile-n", true, "token tile override: 8, 16, 32 or 64 (default: planned)", "N"},
+      {"stages", true, "compute pipeline depth override, 2..16 (default: planned)", "S"},
+      {"ctas-per-sm", true, "compute CTAs per SM override, 1..8 (default: planned)", "C"},
+  };
+}
+
+codegen::MoeCodegenOptions codegen_options(const Args& args) {
+  codegen::MoeCodegenOptions o;
+  if (auto p = args.get("path")) {
+    const auto parsed = codegen::parse_path(*p);
+    if (!parsed) throw UsageError(fmt::format("--path: '{}' is not one of fast, exact", *p));
+    o.path = *parsed;
+  }
+  o.input_bf16 = args.has("input-bf16");
+  o.tile_n = static_cast<int>(args.get_int("tile-n", 0, 0, 64));
+  o.stages = static_cast<int>(args.get_int("stages", 0, 0, 16));
+  o.ctas_per_sm = static_cast<int>(args.get_int("ctas-per-sm", 0, 0, 8));
+  try {
+    codegen::validate(o);
+  } catch (const codegen::ConfigError& e) {
+    throw UsageError(fmt::format("--{}: {}",
+                                 e.field() == "ctas_per_sm" ? "ctas-per-sm"
+                                 : e.field() == "tile_n"    ? "tile-n"
+                                                            : e.field(),
+                                 e.what()));
+  }
+  return o;
+}
+
+}  // namespace moejit::tools

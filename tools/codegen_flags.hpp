@@ -1,0 +1,17 @@
+#pragma once
+// The codegen options as command-line flags, one definition for every
+// command that plans kernels (run, plan, precompile, inspect): a flag that
+// changes what a layer compiles changes what these commands show and cache.
+
+#include <vector>
+
+#include "codegen/moe_launch_plan.hpp"
+#include "tools/cli_args.hpp"
+
+namespace moejit::tools {
+
+std::vector<OptionSpec> codegen_option_specs();
+// Throws UsageError naming the flag, its value and the allowed values.
+codegen::MoeCodegenOptions codegen_options(const Args& args);
+
+}  // namespace moejit::tools
