@@ -17,11 +17,11 @@
 #include "codegen/builtin_kernels.hpp"
 #include "codegen/moe_kernels.hpp"
 #include "jit/kernel_builder.hpp"
+#include "jit/precompile.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/codegen_flags.hpp"
 #include "tools/commands.hpp"
 #include "tools/inspect_report.hpp"
-#include "tools/precompile.hpp"
 
 namespace moejit::tools {
 namespace {
@@ -64,7 +64,12 @@ codegen::KernelSpec moe_spec(const Args& args, codegen::Target target) {
   }
   const int batch = static_cast<int>(args.get_int("batch", 8, 1, config.token_capacity));
   const codegen::MoeCodegenOptions options = codegen_options(args);
-  const codegen::DeviceProfile profile = profile_for(target);
+  codegen::DeviceProfile profile;
+  try {
+    profile = jit::profile_for(target);
+  } catch (const codegen::ConfigError& e) {
+    throw UsageError(fmt::format("--target: {}", e.what()));
+  }
   const std::string role = args.get_or("role", "compute");
   if (role == "transform" || role == "transform-w2") {
     const codegen::ComputePath path = codegen::resolve_path(options.path, target.arch);

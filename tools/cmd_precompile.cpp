@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
 
 #include "codegen/moe_config.hpp"
 #include "jit/kernel_cache.hpp"
+#include "jit/precompile.hpp"
 #include "tools/cache_config.hpp"
 #include "tools/cache_format.hpp"
 #include "tools/cli_args.hpp"
@@ -21,8 +21,8 @@ namespace moejit::tools {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-PrecompileRequest parse_request(const Args& args) {
-  PrecompileRequest r;
+jit::PrecompileRequest parse_request(const Args& args) {
+  jit::PrecompileRequest r;
   if (args.has("model") && args.has("config")) throw UsageError("--model and --config are alternatives; give one");
   if (auto name = args.get("model")) {
     try {
@@ -46,15 +46,6 @@ PrecompileRequest parse_request(const Args& args) {
 }
 
 // Progress on stderr: one line when a kernel starts, one when it is done.
-// How many of the `specs` that were built or loaded (`done`) the disk cache does not hold.
-size_t kernels_not_kept(jit::KernelCache& kc, const std::vector<codegen::KernelSpec>& specs,
-                        const std::vector<char>& done) {
-  size_t n = 0;
-  for (size_t i = 0; i < specs.size(); ++i)
-    n += done[i] && !kc.store().disk().contains(jit::cache_key(specs[i])) ? 1 : 0;
-  return n;
-}
-
 class Progress {
  public:
   explicit Progress(size_t total) : total_(total), start_(Clock::now()) {}
@@ -112,67 +103,55 @@ int cmd_precompile(int argc, char** argv) {
   }
   if (!args.positional().empty())
     throw UsageError(fmt::format("unexpected argument '{}' (see --help)", excerpt(args.positional().front())));
-  const PrecompileRequest request = parse_request(args);
+  const jit::PrecompileRequest request = parse_request(args);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const auto jobs = static_cast<unsigned>(args.get_int("jobs", cores, 1, 1024));
+  const auto jobs = static_cast<int>(args.get_int("jobs", cores, 1, 1024));
 
-  const std::vector<codegen::KernelSpec> specs = kernels_to_precompile(request);
+  std::vector<codegen::KernelSpec> specs;
+  try {
+    specs = jit::kernels_to_precompile(request);
+  } catch (const codegen::ConfigError& e) {
+    if (e.field() != "targets") throw;
+    throw UsageError(fmt::format("--targets: {}", e.what()));
+  }
   std::string targets;
   for (codegen::Target t : request.targets) targets += fmt::format("{}{}", targets.empty() ? "" : ",", t.name());
   const std::string what = request.config
                                ? fmt::format("model {}, ranks {}", request.config->name, request.config->ranks)
                                : std::string("every kernel codegen emits");
   fmt::print(stderr, "precompile: {} distinct kernels for {} ({}, {} batch sizes), {} jobs\n", specs.size(), targets,
-             what, request.batches.size(), std::min<size_t>(jobs, specs.size()));
+             what, request.batches.size(), std::min<size_t>(static_cast<size_t>(jobs), specs.size()));
 
   cache::Config config = disk_cache_config();
   config.no_jit = false;
   jit::KernelCache kc(config);
   Progress progress(specs.size());
-  std::atomic<size_t> next{0};
-  std::atomic<int> compiled{0}, cached{0}, failed{0};
-  std::mutex errors_mu;
-  std::vector<std::string> errors;
-  std::vector<char> done(specs.size(), 0);
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < specs.size();) {
-      const codegen::KernelSpec& spec = specs[i];
-      progress.started(spec);
-      const auto t0 = Clock::now();
-      try {
-        cache::Source source;
-        kc.get_or_build(spec, &source);
-        const bool built = source == cache::Source::compiled;
-        ++(built ? compiled : cached);
-        done[i] = 1;
-        progress.finished(spec, built ? "compiled" : "cached  ",
-                          std::chrono::duration<double>(Clock::now() - t0).count());
-      } catch (const std::exception& e) {
-        ++failed;
-        progress.finished(spec, "FAILED  ", std::chrono::duration<double>(Clock::now() - t0).count());
-        std::lock_guard lock(errors_mu);
-        errors.push_back(fmt::format("{}: {}", spec.summary(), e.what()));
-      }
-    }
+  jit::PrecompileHooks hooks;
+  hooks.started = [&](const codegen::KernelSpec& spec) { progress.started(spec); };
+  hooks.finished = [&](const codegen::KernelSpec& spec, jit::PrecompileOutcome outcome, double seconds,
+                       const std::string&) {
+    progress.finished(spec,
+                      outcome == jit::PrecompileOutcome::compiled ? "compiled"
+                      : outcome == jit::PrecompileOutcome::cached ? "cached  "
+                                                                  : "FAILED  ",
+                      seconds);
   };
-  std::vector<std::thread> pool;
-  for (unsigned j = 0; j < std::min<size_t>(jobs, specs.size()); ++j) pool.emplace_back(worker);
-  for (std::thread& t : pool) t.join();
+  const jit::PrecompileResult result = jit::precompile_kernels(kc, specs, jobs, hooks);
 
   const cache::CounterSnapshot c = kc.counters();
   fmt::print("distinct kernels  {}\n", specs.size());
-  fmt::print("compiled          {}\n", compiled.load());
-  fmt::print("already cached    {}\n", cached.load());
-  if (failed) fmt::print("failed            {}\n", failed.load());
+  fmt::print("compiled          {}\n", result.compiled);
+  fmt::print("already cached    {}\n", result.cached);
+  if (result.failed) fmt::print("failed            {}\n", result.failed);
   fmt::print("time              {} (compile time {} over {} jobs)\n", format_seconds(progress.elapsed()),
-             format_seconds(c.compile_millis / 1000.0), std::min<size_t>(jobs, specs.size()));
+             format_seconds(c.compile_millis / 1000.0), result.workers);
   fmt::print("cache             {}{}\n", kc.store().disk().dir(),
              kc.store().disk_writable() ? "" : " (not writable: kernels were kept in memory only)");
   fmt::print("counters          {}\n", format_counters_line(c));
-  for (const std::string& e : errors) fmt::print(stderr, "moejit precompile: error: {}\n", e);
+  for (const std::string& e : result.errors) fmt::print(stderr, "moejit precompile: error: {}\n", e);
   // A fleet deploys after a precompile that succeeded and then runs with
   // MOEJIT_NO_JIT=1: success means every kernel is in the cache, not merely built.
-  const size_t missing = kernels_not_kept(kc, specs, done);
+  const size_t missing = jit::kernels_not_kept(kc, specs, result.done);
   if (missing) {
     std::string why;
     if (!kc.store().disk_writable())
@@ -185,9 +164,9 @@ int cmd_precompile(int argc, char** argv) {
     else
       why = "they were removed while precompile ran (by another process?)";
     fmt::print(stderr, "moejit precompile: error: {} of {} kernels are not in the cache at {}: {}\n", missing,
-               specs.size() - static_cast<size_t>(failed.load()), kc.store().disk().dir(), why);
+               specs.size() - static_cast<size_t>(result.failed), kc.store().disk().dir(), why);
   }
-  return failed || missing ? 1 : 0;
+  return result.failed || missing ? 1 : 0;
 }
 
 }  // namespace moejit::tools

@@ -13,6 +13,7 @@
 #include "codegen/moe_kernels.hpp"
 #include "codegen/smoke_kernel.hpp"
 #include "jit/kernel_cache.hpp"
+#include "jit/precompile.hpp"
 #include "runtime/moe_layer.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/precompile.hpp"
@@ -34,13 +35,13 @@ bool has(const std::string& text, const std::string& needle) {
 }  // namespace
 
 TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields, each once") {
-  tools::PrecompileRequest r;
+  jit::PrecompileRequest r;
   r.config = codegen::builtin_model("glm5.2");
   r.batches = tools::parse_batches("1-256");
   r.targets = tools::parse_targets("sm_90a,sm_120a,sm_90a");
   CHECK(r.batches.size() == 256);
   REQUIRE(r.targets.size() == 2);
-  const auto specs = tools::kernels_to_precompile(r);
+  const auto specs = jit::kernels_to_precompile(r);
 
   // Independently: every spec the layer plans for every (profile, batch), as a set.
   std::set<std::string> expected;
@@ -67,23 +68,23 @@ TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields
   r.config->ranks = 8;
   r.batches = {1};
   r.targets = {codegen::Target{codegen::Arch::sm_90a}};
-  CHECK(tools::kernels_to_precompile(r).front().constant("kExperts") == 384 / 8);
+  CHECK(jit::kernels_to_precompile(r).front().constant("kExperts") == 384 / 8);
   r.config->ranks = 5;
-  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r), doctest::Contains("multiple of ranks R = 5"),
+  CHECK_THROWS_WITH_AS(jit::kernels_to_precompile(r), doctest::Contains("multiple of ranks R = 5"),
                        codegen::ConfigError);
   r.config->ranks = 1;
   r.batches = {300};
-  CHECK_THROWS_AS(tools::kernels_to_precompile(r), codegen::ConfigError);
+  CHECK_THROWS_AS(jit::kernels_to_precompile(r), codegen::ConfigError);
   r.batches = {1};
   r.targets = {codegen::Target{codegen::Arch::sm_100a}};
-  CHECK_THROWS_WITH_AS(tools::kernels_to_precompile(r),
-                       doctest::Contains("no built-in device profile plans for sm_100a"), tools::UsageError);
+  CHECK_THROWS_WITH_AS(jit::kernels_to_precompile(r), doctest::Contains("no built-in device profile plans for sm_100a"),
+                       codegen::ConfigError);
 
   // Without a configuration: what codegen emits on its own, per target.
-  tools::PrecompileRequest bare;
+  jit::PrecompileRequest bare;
   bare.batches = {1, 2};
   bare.targets = tools::parse_targets("sm_90a,sm_120a");
-  const auto smoke = tools::kernels_to_precompile(bare);
+  const auto smoke = jit::kernels_to_precompile(bare);
   REQUIRE(smoke.size() == 2);
   CHECK(smoke[0] == codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
 
@@ -98,11 +99,11 @@ TEST_CASE("precompile --config: the file's model, and a bad field named") {
   TempDir scratch;
   test::write_text(scratch / "ok.json",
                    R"({"experts": 64, "top_k": 4, "hidden": 2048, "intermediate": 1024, "ranks": 4})");
-  tools::PrecompileRequest r;
+  jit::PrecompileRequest r;
   r.config = codegen::load_moe_config(scratch / "ok.json");
   r.batches = {1, 64};
   r.targets = {codegen::Target{codegen::Arch::sm_90a}};
-  const auto specs = tools::kernels_to_precompile(r);
+  const auto specs = jit::kernels_to_precompile(r);
   REQUIRE_FALSE(specs.empty());
   CHECK(specs.front().constant("kExperts") == 16);
   CHECK(specs.front().constant("kHidden") == 2048);
@@ -112,7 +113,7 @@ TEST_CASE("precompile --config: the file's model, and a bad field named") {
   r.batches = {1};
   r.targets = {codegen::Target{codegen::Arch::sm_120a}};
   r.options.path = codegen::ComputePath::exact;
-  CHECK_THROWS_WITH(tools::kernels_to_precompile(r),
+  CHECK_THROWS_WITH(jit::kernels_to_precompile(r),
                     doctest::Contains("B = 1 cannot be planned on rtx-pro-5000 (sm_120a): rtx-pro-5000 (sm_120a) has "
                                       "no exact compute path"));
 
@@ -131,11 +132,11 @@ TEST_CASE("acceptance 1: precompile compiles each kernel once; a second run comp
   const test::ProcessResult cold = moejit_cli(scratch, dir, args);
   INFO(cold.output);
   CHECK(cold.exit_code == 0);
-  tools::PrecompileRequest r;
+  jit::PrecompileRequest r;
   r.config = codegen::builtin_model("glm5.2");
   r.batches = tools::parse_batches("1-256");
   r.targets = tools::parse_targets("sm_90a,sm_120a");
-  const size_t n = tools::kernels_to_precompile(r).size();
+  const size_t n = jit::kernels_to_precompile(r).size();
   const std::string line = fmt::format("distinct kernels  {}\ncompiled          {}\nalready cached    0\n", n, n);
   CHECK(has(cold.output, line));
   CHECK(has(cold.output, fmt::format("compiles={} ", n)));
