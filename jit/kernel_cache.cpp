@@ -1,5 +1,8 @@
 #include "jit/kernel_cache.hpp"
 
+#include <mutex>
+#include <optional>
+
 namespace moejit::jit {
 
 namespace {
@@ -11,9 +14,26 @@ cache::Config with_kernel_check(cache::Config config) {
 
 KernelCache::KernelCache(cache::Config config) : cache_(with_kernel_check(std::move(config))) {}
 
+namespace {
+std::mutex g_global_mu;
+std::optional<cache::Config> g_global_config;
+bool g_global_made = false;
+}  // namespace
+
 KernelCache& KernelCache::global() {
-  static KernelCache instance(cache::Config::from_env());
+  static KernelCache instance([] {
+    std::lock_guard lock(g_global_mu);
+    g_global_made = true;
+    return g_global_config ? std::move(*g_global_config) : cache::Config::from_env();
+  }());
   return instance;
+}
+
+void KernelCache::configure_global(cache::Config config) {
+  std::lock_guard lock(g_global_mu);
+  if (g_global_made)
+    throw std::logic_error("the process-wide kernel cache is already in use; configure it before its first use");
+  g_global_config = std::move(config);
 }
 
 std::shared_ptr<const CachedKernel> KernelCache::get_or_build(const codegen::KernelSpec& spec, cache::Source* source) {

@@ -83,8 +83,11 @@ class KernelCache {
  public:
   explicit KernelCache(cache::Config config);
 
-  // The process-wide cache, configured from the environment on first use.
+  // The process-wide cache, configured on first use from configure_global()'s
+  // config if one was given, else from the environment.
   static KernelCache& global();
+  // Throws std::logic_error once global() has been called.
+  static void configure_global(cache::Config config);
 
   // Throws cache::StrictMissError (MOEJIT_NO_JIT=1) or the build's error.
   std::shared_ptr<const CachedKernel> get_or_build(const codegen::KernelSpec& spec, cache::Source* source = nullptr);

@@ -1,0 +1,99 @@
+#include "api/convert.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/moe_atoms.hpp"
+
+namespace moejit::api {
+
+codegen::MoeConfig to_internal(const Config& c) {
+  codegen::MoeConfig m;
+  m.name = c.name;
+  m.ranks = c.ranks;
+  m.experts = c.experts;
+  m.top_k = c.top_k;
+  m.hidden = c.hidden;
+  m.intermediate = c.intermediate;
+  const auto recipe = codegen::parse_recipe(c.recipe);
+  if (!recipe) throw Error("recipe", fmt::format("recipe = '{}' is invalid: must be w4a8-mx", c.recipe));
+  m.recipe = *recipe;
+  m.swiglu_clamp = c.swiglu_clamp;
+  if (c.shared_expert_k_group) m.shared_expert = codegen::SharedExpert{*c.shared_expert_k_group};
+  m.dispatch_sms = c.dispatch_sms;
+  m.token_capacity = c.token_capacity;
+  m.batched_routes = c.batched_routes;
+  return m;
+}
+
+Config to_public(const codegen::MoeConfig& m) {
+  Config c;
+  c.name = m.name;
+  c.ranks = m.ranks;
+  c.experts = m.experts;
+  c.top_k = m.top_k;
+  c.hidden = m.hidden;
+  c.intermediate = m.intermediate;
+  c.recipe = std::string(codegen::recipe_name(m.recipe));
+  c.swiglu_clamp = m.swiglu_clamp;
+  c.shared_expert_k_group = m.shared_expert ? std::optional<int>(m.shared_expert->k_group) : std::nullopt;
+  c.dispatch_sms = m.dispatch_sms;
+  c.token_capacity = m.token_capacity;
+  c.batched_routes = m.batched_routes;
+  return c;
+}
+
+codegen::MoeCodegenOptions codegen_options(const LayerOptions& o) {
+  codegen::MoeCodegenOptions c;
+  if (!o.path.empty()) {
+    const auto path = codegen::parse_path(o.path);
+    if (!path)
+      throw Error("path",
+                  fmt::format("path = '{}' is invalid: must be exact, fast or empty (the target's default)", o.path));
+    c.path = *path;
+  }
+  c.input_bf16 = o.input_bf16;
+  c.tile_n = o.tile_n;
+  c.stages = o.stages;
+  c.ctas_per_sm = o.ctas_per_sm;
+  codegen::validate(c);
+  return c;
+}
+
+runtime::MoeLayerOptions layer_options(const LayerOptions& o) {
+  runtime::MoeLayerOptions r;
+  r.codegen = codegen_options(o);
+  r.device = o.device;
+  r.check_routes_on_host = o.check_routes_on_host;
+  r.pdl = o.pdl;
+  r.use_graphs = o.use_graphs;
+  return r;
+}
+
+namespace {
+RolePlan to_public(const codegen::RolePlan& r) {
+  return {r.launched, r.grid, r.threads, r.smem_bytes, r.blocks_per_sm, r.register_cap};
+}
+}  // namespace
+
+Plan to_public(const codegen::MoeLaunchPlan& p) {
+  Plan out;
+  out.model = p.model;
+  out.device = p.device;
+  out.target = p.target;
+  out.atom = p.atom;
+  out.path = p.options.path ? std::string(codegen::path_name(*p.options.path)) : std::string();
+  out.batch = p.batch;
+  out.tile_n = p.tile_n;
+  out.stages = p.stages;
+  out.dispatch = to_public(p.dispatch);
+  out.compute = to_public(p.compute);
+  out.finalize = to_public(p.finalize);
+  out.workspace_bytes = p.workspace_bytes;
+  out.notes = p.notes;
+  out.json = nlohmann::json(p).dump(2);
+  return out;
+}
+
+}  // namespace moejit::api

@@ -1,0 +1,182 @@
+#pragma once
+// moejit's public C++ API: the fused MoE layer of a decode step on one GPU,
+// the plan of each launch shape, and offline precompilation.
+//
+//   #include <moejit/moejit.hpp>
+//   moejit::Config config = moejit::builtin_config("glm5.2");
+//   moejit::Layer layer(config, {w1, s1, w2, s2});         // packs the weights
+//   layer.forward({.x_q = xq, .x_scales = xs, .topk_ids = ids, .topk_weights = tw, .y = y, .tokens = B}, stream);
+//
+// This is the only header `cmake --install` ships, and libmoejit.so exports
+// only what it declares: it names no CUDA, LLVM, fmt or JSON type, so an
+// engine links it beside its own copies of those. Device buffers and streams
+// cross as integers and `void*` (a CUdeviceptr and a CUstream).
+//
+// Every refusal throws moejit::Error before anything launches; field() names
+// the input ("hidden", "batch", "topk_ids", "path", ...) and what() its value
+// and the allowed range.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#define MOEJIT_API __attribute__((visibility("default")))
+
+namespace moejit {
+
+// "0.1.0": the library's version (the CMake package's).
+MOEJIT_API const char* version();
+
+class MOEJIT_API Error : public std::runtime_error {
+ public:
+  Error(std::string field, const std::string& message);
+  ~Error() override;  // out of line: the library holds Error's vtable and typeinfo, once
+  // The refused input's field, or "" for an error that is not bad input
+  // (a kernel that fails to build, the CUDA driver, a full disk).
+  const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+// The model half of a launch shape. The defaults are the library's; a JSON
+// config file holds the same keys (README, "Configuration").
+struct Config {
+  std::string name = "custom";
+  int ranks = 1;         // R: expert-parallel ranks
+  int experts = 0;       // E: routed experts over all ranks
+  int top_k = 0;         // k
+  int hidden = 0;        // H
+  int intermediate = 0;  // I
+  std::string recipe = "w4a8-mx";
+  std::optional<float> swiglu_clamp = 10.0f;  // nullopt: no clamp
+  std::optional<int> shared_expert_k_group;   // a fused shared expert (32 or 128), or none
+  int dispatch_sms = 6;
+  int token_capacity = 256;  // the most tokens per forward (per rank)
+  bool batched_routes = true;
+};
+
+MOEJIT_API std::vector<std::string> builtin_models();  // "glm5.2", "dsv4.1-flash"
+MOEJIT_API Config builtin_config(std::string_view model);
+MOEJIT_API Config config_from_json(std::string_view json);
+MOEJIT_API Config config_from_file(const std::string& path);
+MOEJIT_API std::string to_json(const Config& config);
+// Every range the layer checks (also done by plan(), precompile() and Layer).
+MOEJIT_API void validate(const Config& config);
+
+// What changes the emitted kernels, and how the layer launches them.
+struct LayerOptions {
+  std::string path;         // "" (the target's default), "exact" or "fast" (docs/numerics.md)
+  bool input_bf16 = false;  // x arrives as BF16 [B][H] and the dispatch role quantizes it
+  int tile_n = 0;           // tuning overrides, 0: as planned
+  int stages = 0;
+  int ctas_per_sm = 0;
+  int device = 0;                     // the CUDA device ordinal
+  bool check_routes_on_host = false;  // validate topk_ids on the host (a copy and a sync per forward)
+  bool pdl = false;                   // programmatic dependent launch between the roles
+  bool use_graphs = true;             // launch each forward as its cached role graph
+};
+
+// One role kernel's launch.
+struct RolePlan {
+  bool launched = false;
+  int grid = 0;
+  int threads = 0;
+  int smem_bytes = 0;  // dynamic shared memory
+  int blocks_per_sm = 0;
+  int register_cap = 0;  // .maxnreg, 0: none
+};
+
+// What a forward of `batch` tokens launches: the same numbers `moejit plan` prints.
+struct Plan {
+  std::string model, device, target, atom, path;
+  int batch = 0;
+  int tile_n = 0;
+  int stages = 0;
+  RolePlan dispatch, compute, finalize;
+  std::int64_t workspace_bytes = 0;  // per stream
+  std::vector<std::string> notes;    // each decision with its reason
+  std::string json;                  // all of it, as `moejit plan --json`
+};
+
+MOEJIT_API std::vector<std::string> builtin_devices();  // "h200", "rtx-pro-5000"
+// The plan on a built-in device profile; needs no GPU.
+MOEJIT_API Plan plan(const Config& config, int batch, std::string_view device = "h200",
+                     const LayerOptions& options = {});
+
+// Precompile: build every kernel a layer with `options` can need for these
+// batch sizes on these targets ("sm_90a", "sm_120a") into the kernel cache,
+// so that later processes (e.g. with MOEJIT_NO_JIT=1) never compile. Needs no GPU.
+struct PrecompileReport {
+  int kernels = 0;                  // distinct kernels the shapes need
+  int compiled = 0;                 // built now
+  int cached = 0;                   // already in the cache
+  std::vector<std::string> errors;  // one per kernel that failed to build
+  bool ok() const { return errors.empty() && compiled + cached == kernels; }
+};
+// progress(done, total, kernel) after each kernel; called from worker threads, one at a time.
+using PrecompileProgress = std::function<void(int done, int total, std::string_view kernel)>;
+MOEJIT_API PrecompileReport precompile(const Config& config, const std::vector<int>& batches,
+                                       const std::vector<std::string>& targets = {"sm_90a"},
+                                       const LayerOptions& options = {}, int jobs = 0,
+                                       const PrecompileProgress& progress = {});
+
+// Process-wide settings, by struct instead of the environment. Call before the
+// first layer, plan build or precompile; unset fields keep the environment's
+// (MOEJIT_CACHE_DIR, MOEJIT_CACHE_MAX_BYTES, MOEJIT_NO_JIT).
+enum class LogLevel { info, warning, error };
+using LogCallback = std::function<void(LogLevel level, std::string_view message)>;
+struct Settings {
+  std::optional<std::string> cache_dir;  // "" keeps kernels in memory only
+  std::optional<std::uint64_t> cache_max_bytes;
+  std::optional<bool> no_jit;  // a kernel missing from the cache is an error
+  LogCallback log;             // empty: "moejit: warning: ..." on stderr
+};
+// Throws Error("settings") once the kernel cache is in use.
+MOEJIT_API void configure(const Settings& settings);
+
+// Checkpoint-layout MXFP4 expert weights in device memory (README, "Weights"):
+// w1 [E][2I][H/2] with s1 [E][2I][H/32], w2 [E][H][I/2] with s2 [E][H][I/32].
+struct CheckpointWeights {
+  std::uint64_t w1 = 0, s1 = 0, w2 = 0, s2 = 0;
+};
+
+// One forward's device buffers: x_q E4M3 [B][H] + x_scales int32 [B][H/128]
+// (or x_bf16 [B][H] with input_bf16), topk_ids int32 [B][k], topk_weights
+// fp32 [B][k], y bf16 [B][H].
+struct ForwardArgs {
+  std::uint64_t x_q = 0, x_scales = 0, x_bf16 = 0;
+  std::uint64_t topk_ids = 0, topk_weights = 0;
+  std::uint64_t y = 0;
+  int tokens = 0;
+};
+
+// The layer on the device of options.device, whose CUDA context must be
+// current (as it is under torch). forward() may be called from several
+// threads with different streams.
+class MOEJIT_API Layer {
+ public:
+  Layer(const Config& config, const CheckpointWeights& weights, const LayerOptions& options = {});
+  ~Layer();
+  Layer(Layer&&) noexcept;
+  Layer& operator=(Layer&&) noexcept;
+
+  // stream: a CUstream (nullptr: the legacy default stream); may be capturing.
+  void forward(const ForwardArgs& args, void* stream);
+  Plan plan(int tokens) const;
+  std::int64_t workspace_bytes() const;  // per stream
+  // Waits for `stream`, then frees its workspace and graphs.
+  void release_stream(void* stream);
+
+ private:
+  struct Impl;
+  Impl& live() const;  // throws Error("layer") on a moved-from Layer
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace moejit

@@ -1,0 +1,117 @@
+// The public API's types against the library's (api/convert.hpp): the public
+// header duplicates each field by design (it names no internal type), so a
+// default or a field that drifts must fail here, not in an engine.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/convert.hpp"
+
+namespace moejit {
+namespace {
+
+TEST_CASE("api: the public Config's defaults are the library's") {
+  CHECK(api::to_internal(Config{}) == codegen::MoeConfig{});
+  CHECK(api::to_public(codegen::MoeConfig{}).swiglu_clamp == Config{}.swiglu_clamp);
+}
+
+TEST_CASE("api: every config field survives the round trip, every built-in model and a config setting each") {
+  std::vector<codegen::MoeConfig> configs;
+  for (const std::string& name : codegen::builtin_model_names()) {
+    configs.push_back(codegen::builtin_model(name));
+    configs.push_back(codegen::builtin_model(name, true));
+  }
+  codegen::MoeConfig every;  // each field off its default
+  every.name = "every-field";
+  every.ranks = 4;
+  every.experts = 64;
+  every.top_k = 6;
+  every.hidden = 2048;
+  every.intermediate = 768;
+  every.swiglu_clamp = std::nullopt;
+  every.shared_expert = codegen::SharedExpert{32};
+  every.dispatch_sms = 9;
+  every.token_capacity = 128;
+  every.batched_routes = false;
+  configs.push_back(every);
+  for (const codegen::MoeConfig& c : configs) {
+    INFO(nlohmann::json(c).dump());
+    CHECK(api::to_internal(api::to_public(c)) == c);
+  }
+  // The JSON form, too: the public struct holds every key the library writes.
+  CHECK(nlohmann::json(api::to_internal(api::to_public(every))) == nlohmann::json(every));
+}
+
+TEST_CASE("api: options map onto the codegen and layer options; a bad path is refused by field") {
+  LayerOptions o;
+  CHECK(api::codegen_options(o) == codegen::MoeCodegenOptions{});
+  o.path = "fast";
+  o.input_bf16 = true;
+  o.tile_n = 16;
+  o.stages = 4;
+  o.ctas_per_sm = 2;
+  o.device = 1;
+  o.check_routes_on_host = true;
+  o.pdl = true;
+  o.use_graphs = false;
+  const runtime::MoeLayerOptions l = api::layer_options(o);
+  CHECK(l.codegen.path == codegen::ComputePath::fast);
+  CHECK(l.codegen.input_bf16);
+  CHECK(l.codegen.tile_n == 16);
+  CHECK(l.codegen.stages == 4);
+  CHECK(l.codegen.ctas_per_sm == 2);
+  CHECK(l.device == 1);
+  CHECK(l.check_routes_on_host);
+  CHECK(l.pdl);
+  CHECK_FALSE(l.use_graphs);
+  o.path = "turbo";
+  try {
+    (void)api::codegen_options(o);
+    FAIL("path = turbo was accepted");
+  } catch (const Error& e) {
+    CHECK(e.field() == "path");
+    CHECK(std::string(e.what()).find("'turbo'") != std::string::npos);
+  }
+  o.path = "exact";
+  o.tile_n = 12;
+  CHECK_THROWS_AS(api::guarded([&] { return api::codegen_options(o); }), Error);
+}
+
+TEST_CASE("api: guarded() keeps a refused input's field and wraps the rest with none") {
+  try {
+    api::guarded([] { codegen::validate_batch(codegen::builtin_model("glm5.2"), 0); });
+    FAIL("B = 0 was accepted");
+  } catch (const Error& e) {
+    CHECK(e.field() == "batch");
+  }
+  try {
+    api::guarded([]() -> int { throw std::runtime_error("disk full"); });
+    FAIL("no exception");
+  } catch (const Error& e) {
+    CHECK(e.field().empty());
+    CHECK(std::string(e.what()) == "disk full");
+  }
+}
+
+TEST_CASE("api: the public plan is the launch plan, field by field") {
+  const codegen::MoeLaunchPlan p =
+      codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), {});
+  const Plan q = api::to_public(p);
+  CHECK(q.batch == 8);
+  CHECK(q.path == codegen::path_name(*p.options.path));
+  CHECK(q.tile_n == p.tile_n);
+  CHECK(q.stages == p.stages);
+  for (auto [pub, lib] : {std::pair{q.dispatch, p.dispatch}, {q.compute, p.compute}, {q.finalize, p.finalize}}) {
+    CHECK(pub.launched == lib.launched);
+    CHECK(pub.grid == lib.grid);
+    CHECK(pub.threads == lib.threads);
+    CHECK(pub.smem_bytes == lib.smem_bytes);
+    CHECK(pub.blocks_per_sm == lib.blocks_per_sm);
+    CHECK(pub.register_cap == lib.register_cap);
+  }
+  CHECK(q.workspace_bytes == p.workspace_bytes);
+  CHECK(nlohmann::json::parse(q.json) == nlohmann::json(p));
+}
+
+}  // namespace
+}  // namespace moejit
