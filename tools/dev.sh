@@ -4,7 +4,8 @@
 # works on a fresh machine.
 #
 #   tools/dev.sh run [moejit run options]  the main job (build Release, then `moejit run`)
-#   tools/dev.sh test                      format check, Release build + all tests,
+#   tools/dev.sh test                      format check, Release build + all tests, the Python
+#                                          package (pip install .) + its CPU tests,
 #                                          ASan+UBSan build + CPU tests
 #   tools/dev.sh build [release|debug|asan]
 #   tools/dev.sh dist DIR                  install the Release binaries into DIR (for the GPU machine)
@@ -51,6 +52,27 @@ build() {
   cmake --build --preset "$preset" -j "$JOBS"
 }
 
+# The Python package as a user installs it (`pip install .`, in a venv under
+# build/), built against the C++ package just installed from build/release so
+# only the binding compiles, then its tests (no GPU needed; GPU ones skip).
+python_tests() {
+  log "Python package: pip install . (against build/release's install), then its tests"
+  local prefix="$PWD/build/release/python-prefix" venv="$PWD/build/venv"
+  cmake --install build/release --prefix "$prefix" >/dev/null
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv" 2>/dev/null || {
+      local sudo=""
+      [ "$(id -u)" -eq 0 ] || sudo="sudo"
+      $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv
+      python3 -m venv "$venv"
+    }
+  fi
+  "$venv/bin/pip" install -q --disable-pip-version-check numpy
+  CMAKE_PREFIX_PATH="$prefix" CMAKE_GENERATOR="Unix Makefiles" \
+    "$venv/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps .
+  (cd build && "$venv/bin/python" -m unittest discover -s ../python/tests -v)
+}
+
 format_check() {
   log "clang-format check"
   git ls-files '*.cpp' '*.hpp' '*.cuh' | xargs clang-format --dry-run --Werror
@@ -73,6 +95,7 @@ case "$cmd" in
     build release
     log "tests (release)"
     MOEJIT_REQUIRE_NVDISASM=1 ctest --preset release -j "$JOBS"
+    python_tests
     build asan
     log "CPU tests under ASan+UBSan"
     ctest --preset asan -j "$JOBS" -LE gpu

@@ -1,0 +1,72 @@
+"""moejit: JIT-compiled fused MoE layers for the decode step (MXFP4 experts).
+
+    import moejit
+    layer = moejit.MoeLayer("glm5.2", w1, s1, w2, s2)        # torch CUDA tensors, uint8
+    y = layer(x_q, topk_ids, topk_weights, x_scales=x_s)       # BF16 [B, hidden]
+    moejit.plan("glm5.2", 8)                                   # what B = 8 launches (no GPU)
+    moejit.precompile("glm5.2", "1-256", targets=["sm_90a"])   # fill the kernel cache (no GPU)
+
+Errors are ``moejit.MoejitError`` (a ``ValueError``) with ``.field`` naming
+the refused input. The kernel cache lives in ``MOEJIT_CACHE_DIR`` (else
+``$XDG_CACHE_HOME/moejit`` or ``~/.cache/moejit``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Union
+
+from . import _moejit
+from ._config import ConfigLike, config, config_json
+from .errors import MoejitError
+from .layer import MoeLayer, weight_shapes
+
+__version__ = _moejit.version()
+__all__ = ["MoeLayer", "MoejitError", "builtin_models", "builtin_devices", "config", "plan", "precompile",
+           "weight_shapes", "__version__"]
+
+
+def builtin_models() -> list:
+    """The built-in model names."""
+    return _moejit.builtin_models()
+
+
+def builtin_devices() -> list:
+    """The built-in device profiles plan() accepts."""
+    return _moejit.builtin_devices()
+
+
+def plan(config: ConfigLike, batch: int, device: str = "h200", **options: Any) -> Dict[str, Any]:
+    """What a forward of ``batch`` tokens launches on a built-in device profile; needs no GPU."""
+    return json.loads(_moejit.plan_json(config_json(config), int(batch), device, options))
+
+
+def _batches(batches: Union[int, str, Iterable[int]]) -> list:
+    if isinstance(batches, int):
+        return [batches]
+    if isinstance(batches, str):
+        out = []
+        for part in batches.split(","):
+            lo, _, hi = part.strip().partition("-")
+            try:
+                out.extend(range(int(lo), int(hi or lo) + 1))
+            except ValueError:
+                raise MoejitError(f"batches: {part!r} is not a batch size or range (e.g. 8, 1,2,4 or 1-256)",
+                                  "batches") from None
+        return sorted(set(out))
+    return [int(b) for b in batches]
+
+
+def precompile(config: ConfigLike, batches: Union[int, str, Iterable[int]], targets: Sequence[str] = ("sm_90a",),
+               jobs: int = 0, progress: Optional[Callable[[int, int, str], None]] = None,
+               **options: Any) -> Dict[str, Any]:
+    """Compile every kernel a layer with ``options`` can need for these batch sizes into the kernel cache.
+
+    Needs no GPU. ``progress(done, total, kernel)`` is called after each kernel.
+    Returns ``{"kernels", "compiled", "cached", "errors", "ok"}``; raises
+    MoejitError when a kernel failed or is not in the cache afterwards.
+    """
+    report = _moejit.precompile(config_json(config), _batches(batches), list(targets), options, int(jobs), progress)
+    if not report["ok"]:
+        raise MoejitError("precompile failed: " + "; ".join(report["errors"] or ["kernels are missing"]))
+    return report

@@ -1,0 +1,131 @@
+"""moejit.MoeLayer: the fused MoE layer of a decode step, on torch (or any DLPack) tensors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Optional
+
+from . import _moejit
+from ._config import ConfigLike, config_json
+from ._tensors import pointers
+from .errors import MoejitError
+
+_U8 = ("uint8",)
+_E4M3 = ("float8_e4m3fn", "uint8")  # E4M3 values, or their raw bytes
+
+
+def weight_shapes(config: Dict[str, Any]) -> Dict[str, tuple]:
+    """The checkpoint-layout MXFP4 shapes the layer takes (README, "Weights")."""
+    e = config["experts"] // config["ranks"]
+    h, i = config["hidden"], config["intermediate"]
+    return {"w1": (e, 2 * i, h // 2), "s1": (e, 2 * i, h // 32), "w2": (e, h, i // 2), "s2": (e, h, i // 32)}
+
+
+def forward_args(config: Dict[str, Any], device: int, input_bf16: bool, x: Any, topk_ids: Any,
+                 topk_weights: Any, out: Any, x_scales: Any = None) -> Dict[str, int]:
+    """The device pointers of one forward, after every check on its tensors."""
+    tokens = int(x.shape[0]) if hasattr(x, "shape") and len(x.shape) > 0 else 0
+    h, k = config["hidden"], config["top_k"]
+    if not 1 <= tokens <= config["token_capacity"]:
+        raise MoejitError(f"x: batch B = {tokens} is invalid: must be in [1, {config['token_capacity']}] "
+                          "(token_capacity)", "x")
+    specs = []
+    if input_bf16:
+        specs.append(("x", x, (tokens, h), ("bfloat16",)))
+        if x_scales is not None:
+            raise MoejitError("x_scales: a layer with input_bf16 quantizes x itself; pass no x_scales", "x_scales")
+    else:
+        specs.append(("x", x, (tokens, h), _E4M3))
+        specs.append(("x_scales", x_scales, (tokens, h // 128), ("int32",)))
+    specs += [("topk_ids", topk_ids, (tokens, k), ("int32",)),
+              ("topk_weights", topk_weights, (tokens, k), ("float32",)),
+              ("out", out, (tokens, h), ("bfloat16",))]
+    p = pointers(specs, device)
+    args = {"x_q": 0 if input_bf16 else p["x"], "x_scales": p.get("x_scales", 0),
+            "x_bf16": p["x"] if input_bf16 else 0, "topk_ids": p["topk_ids"], "topk_weights": p["topk_weights"],
+            "y": p["out"]}
+    args["tokens"] = tokens
+    return args
+
+
+class MoeLayer:
+    """The MoE layer of one decode step on one GPU.
+
+    ``config`` is a built-in model name (``"glm5.2"``, ``"dsv4.1-flash"``), a
+    JSON file or a dict. ``w1, s1, w2, s2`` are the checkpoint's MXFP4 expert
+    weights and scales on the GPU, uint8 (``weight_shapes(config)``); the
+    layer packs them into its own layout on construction and keeps no
+    reference to them. Options: ``path`` ("exact" or "fast"), ``input_bf16``,
+    ``tile_n``, ``stages``, ``ctas_per_sm``, ``device``,
+    ``check_routes_on_host``, ``pdl``, ``use_graphs``.
+    """
+
+    def __init__(self, config: ConfigLike, w1: Any, s1: Any, w2: Any, s2: Any, **options: Any) -> None:
+        self._config_json = config_json(config)
+        self.config: Dict[str, Any] = json.loads(self._config_json)
+        device = options.get("device")
+        if device is None:
+            from ._tensors import describe
+            info = describe(w1, "w1")
+            device = info.index if info.device == "cuda" and info.index >= 0 else 0
+        options["device"] = int(device)
+        self.device = int(device)
+        self.input_bf16 = bool(options.get("input_bf16", False))
+        shapes = weight_shapes(self.config)
+        ptrs = pointers([(name, t, shapes[name], _U8) for name, t in (("w1", w1), ("s1", s1), ("w2", w2),
+                                                                       ("s2", s2))], self.device)
+        self._layer = _moejit.Layer(self._config_json, ptrs["w1"], ptrs["s1"], ptrs["w2"], ptrs["s2"], options)
+        self._handle: Optional[int] = None
+
+    @property
+    def workspace_bytes(self) -> int:
+        """Device memory of the workspace each stream gets on its first forward."""
+        return self._layer.workspace_bytes
+
+    def plan(self, tokens: int) -> Dict[str, Any]:
+        """What a forward of ``tokens`` launches (grids, threads, SMEM, path, tile_n, ...)."""
+        return json.loads(self._layer.plan_json(tokens))
+
+    def __call__(self, x: Any, topk_ids: Any, topk_weights: Any, out: Any = None, *, x_scales: Any = None,
+                 stream: Optional[int] = None) -> Any:
+        """``y = sum_j topk_weights[:, j] * expert_{topk_ids[:, j]}(x)``, BF16 ``[B, hidden]``.
+
+        ``x`` is E4M3 ``[B, hidden]`` with ``x_scales`` int32 ``[B, hidden/128]``,
+        or BF16 ``[B, hidden]`` for a layer built with ``input_bf16=True``;
+        ``topk_ids`` int32 and ``topk_weights`` float32, ``[B, top_k]``. ``out``
+        is allocated (with torch) when not given. ``stream`` is a CUstream as
+        an integer; by default torch's current stream on the layer's device.
+        """
+        if out is None:
+            torch = _torch_or_none()
+            if torch is None:
+                raise MoejitError("out is required when torch is not installed (moejit allocates it with torch)",
+                                  "out")
+            out = torch.empty((int(x.shape[0]), self.config["hidden"]), dtype=torch.bfloat16,
+                              device=f"cuda:{self.device}")
+        args = forward_args(self.config, self.device, self.input_bf16, x, topk_ids, topk_weights, out, x_scales)
+        if stream is None:
+            torch = _torch_or_none()
+            stream = torch.cuda.current_stream(self.device).cuda_stream if torch is not None else 0
+        self._layer.forward(args["x_q"], args["x_scales"], args["x_bf16"], args["topk_ids"],
+                            args["topk_weights"], args["y"], args["tokens"], int(stream))
+        return out
+
+    def op(self, x: Any, topk_ids: Any, topk_weights: Any, x_scales: Any = None) -> Any:
+        """The forward as the torch op ``torch.ops.moejit.moe`` (for torch.compile and CUDA graphs)."""
+        from . import torch_ops
+        if self._handle is None:
+            self._handle = torch_ops.register(self)
+        return torch_ops.moe(self._handle, x, x_scales, topk_ids, topk_weights)
+
+    def release_stream(self, stream: int) -> None:
+        """Waits for ``stream``, then frees its workspace and graphs."""
+        self._layer.release_stream(int(stream))
+
+
+def _torch_or_none():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None

@@ -1,0 +1,142 @@
+// moejit._moejit: the Python binding of the public C++ API (<moejit/moejit.hpp>,
+// libmoejit.so) and nothing else. It never sees a tensor type: the Python
+// package checks tensors and passes device pointers and the stream as
+// integers, so one wheel serves any torch version (or none).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+#include <moejit/moejit.hpp>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// Python keyword options -> LayerOptions; an unknown key is refused by name.
+moejit::LayerOptions layer_options(const nb::dict& d) {
+  moejit::LayerOptions o;
+  for (auto [key, value] : d) {
+    const std::string k = nb::cast<std::string>(key);
+    if (k == "path")
+      o.path = value.is_none() ? std::string() : nb::cast<std::string>(value);
+    else if (k == "input_bf16")
+      o.input_bf16 = nb::cast<bool>(value);
+    else if (k == "tile_n")
+      o.tile_n = nb::cast<int>(value);
+    else if (k == "stages")
+      o.stages = nb::cast<int>(value);
+    else if (k == "ctas_per_sm")
+      o.ctas_per_sm = nb::cast<int>(value);
+    else if (k == "device")
+      o.device = nb::cast<int>(value);
+    else if (k == "check_routes_on_host")
+      o.check_routes_on_host = nb::cast<bool>(value);
+    else if (k == "pdl")
+      o.pdl = nb::cast<bool>(value);
+    else if (k == "use_graphs")
+      o.use_graphs = nb::cast<bool>(value);
+    else
+      throw moejit::Error(k, "'" + k +
+                                 "' is not a layer option: one of path, input_bf16, tile_n, stages, ctas_per_sm, "
+                                 "device, check_routes_on_host, pdl, use_graphs");
+  }
+  return o;
+}
+
+moejit::Config config_of(const std::string& json) {
+  return moejit::config_from_json(json);
+}
+
+nb::dict report_dict(const moejit::PrecompileReport& r) {
+  nb::dict d;
+  d["kernels"] = r.kernels;
+  d["compiled"] = r.compiled;
+  d["cached"] = r.cached;
+  d["errors"] = r.errors;
+  d["ok"] = r.ok();
+  return d;
+}
+
+}  // namespace
+
+NB_MODULE(_moejit, m) {
+  m.doc() = "moejit's C++ API (libmoejit.so); use the `moejit` package, not this module.";
+
+  // moejit::Error -> moejit.MoejitError(message, field), a ValueError.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const moejit::Error& e) {
+      nb::object cls = nb::module_::import_("moejit.errors").attr("MoejitError");
+      nb::object err = cls(e.what(), e.field());
+      PyErr_SetObject(cls.ptr(), err.ptr());
+    }
+  });
+
+  m.def("version", &moejit::version);
+  m.def("builtin_models", &moejit::builtin_models);
+  m.def("builtin_devices", &moejit::builtin_devices);
+  m.def("builtin_config_json", [](const std::string& model) { return moejit::to_json(moejit::builtin_config(model)); });
+  m.def("config_file_json", [](const std::string& path) { return moejit::to_json(moejit::config_from_file(path)); });
+  m.def("normalize_config_json", [](const std::string& json) {
+    const moejit::Config c = config_of(json);
+    moejit::validate(c);
+    return moejit::to_json(c);
+  });
+  m.def(
+      "plan_json",
+      [](const std::string& config, int batch, const std::string& device, const nb::dict& options) {
+        return moejit::plan(config_of(config), batch, device, layer_options(options)).json;
+      },
+      "config"_a, "batch"_a, "device"_a, "options"_a);
+  m.def(
+      "precompile",
+      [](const std::string& config, const std::vector<int>& batches, const std::vector<std::string>& targets,
+         const nb::dict& options, int jobs, nb::object progress) {
+        const moejit::Config c = config_of(config);
+        const moejit::LayerOptions o = layer_options(options);
+        moejit::PrecompileProgress report_progress;
+        if (!progress.is_none())
+          report_progress = [progress](int done, int total, std::string_view kernel) {
+            nb::gil_scoped_acquire gil;
+            progress(done, total, std::string(kernel));
+          };
+        moejit::PrecompileReport r;
+        {
+          nb::gil_scoped_release nogil;  // compiles for seconds; progress takes the GIL back
+          r = moejit::precompile(c, batches, targets, o, jobs, report_progress);
+        }
+        return report_dict(r);
+      },
+      "config"_a, "batches"_a, "targets"_a, "options"_a, "jobs"_a, "progress"_a.none());
+
+  nb::class_<moejit::Layer>(m, "Layer")
+      .def(
+          "__init__",
+          [](moejit::Layer* self, const std::string& config, std::uint64_t w1, std::uint64_t s1, std::uint64_t w2,
+             std::uint64_t s2, const nb::dict& options) {
+            new (self) moejit::Layer(config_of(config), {w1, s1, w2, s2}, layer_options(options));
+          },
+          "config"_a, "w1"_a, "s1"_a, "w2"_a, "s2"_a, "options"_a)
+      .def(
+          "forward",
+          [](moejit::Layer& layer, std::uint64_t x_q, std::uint64_t x_scales, std::uint64_t x_bf16,
+             std::uint64_t topk_ids, std::uint64_t topk_weights, std::uint64_t y, int tokens, std::uintptr_t stream) {
+            moejit::ForwardArgs a;
+            a.x_q = x_q;
+            a.x_scales = x_scales;
+            a.x_bf16 = x_bf16;
+            a.topk_ids = topk_ids;
+            a.topk_weights = topk_weights;
+            a.y = y;
+            a.tokens = tokens;
+            layer.forward(a, reinterpret_cast<void*>(stream));
+          },
+          "x_q"_a, "x_scales"_a, "x_bf16"_a, "topk_ids"_a, "topk_weights"_a, "y"_a, "tokens"_a, "stream"_a)
+      .def("plan_json", [](const moejit::Layer& layer, int tokens) { return layer.plan(tokens).json; })
+      .def_prop_ro("workspace_bytes", &moejit::Layer::workspace_bytes)
+      .def("release_stream",
+           [](moejit::Layer& layer, std::uintptr_t stream) { layer.release_stream(reinterpret_cast<void*>(stream)); });
+}

@@ -1,0 +1,173 @@
+"""The Python package without a GPU: configs, plans, precompile into a scratch
+cache, errors naming the field, and tensors refused before anything launches
+(NumPy arrays stand in for CPU tensors and wrong dtypes and shapes).
+
+    python3 -m unittest discover -s python/tests -v
+"""
+
+import json
+import os
+import tempfile
+import unittest
+
+_CACHE = tempfile.TemporaryDirectory(prefix="moejit-pytest-cache-")
+os.environ["MOEJIT_CACHE_DIR"] = _CACHE.name  # before moejit's first kernel-cache use
+os.environ.pop("MOEJIT_NO_JIT", None)
+
+import numpy as np  # noqa: E402
+
+import moejit  # noqa: E402
+from moejit.layer import forward_args  # noqa: E402
+
+SMALL = {"name": "py-small", "experts": 8, "top_k": 2, "hidden": 512, "intermediate": 256}
+
+
+class HostBf16:
+    """A host BF16 array as torch would describe one (NumPy has no bfloat16):
+    what moejit reads of a tensor is its dtype name, shape, layout and device."""
+
+    def __init__(self, shape):
+        self._a = np.zeros(shape, np.uint16)
+        self.shape = self._a.shape
+        self.dtype = "torch.bfloat16"
+        self.flags = self._a.flags
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def field_of(f):
+    try:
+        f()
+    except moejit.MoejitError as e:
+        return e.field
+    return "(accepted)"
+
+
+class Configs(unittest.TestCase):
+    def test_builtin_dict_and_file(self):
+        self.assertEqual(moejit.builtin_models(), ["glm5.2", "dsv4.1-flash"])
+        glm = moejit.config("glm5.2")
+        self.assertEqual(glm["name"], "glm5.2")
+        self.assertEqual(moejit.config(glm), glm)
+        small = moejit.config(SMALL)
+        self.assertEqual(small["token_capacity"], 256)  # defaults filled in
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "small.json")
+            with open(path, "w") as f:
+                json.dump(SMALL, f)
+            self.assertEqual(moejit.config(path)["hidden"], 512)
+
+    def test_errors_name_the_field(self):
+        self.assertTrue(issubclass(moejit.MoejitError, ValueError))
+        self.assertEqual(field_of(lambda: moejit.config({**SMALL, "hidden": 520})), "hidden")
+        self.assertEqual(field_of(lambda: moejit.config({**SMALL, "top_k": 9})), "top_k")
+        no_i = dict(SMALL)
+        del no_i["intermediate"]
+        self.assertEqual(field_of(lambda: moejit.config(no_i)), "intermediate")
+        self.assertEqual(field_of(lambda: moejit.config({**SMALL, "hiden": 512})), "hiden")
+        self.assertEqual(field_of(lambda: moejit.config("llama")), "config")
+        self.assertEqual(field_of(lambda: moejit.config(42)), "config")
+        try:
+            moejit.config({**SMALL, "hidden": 520})
+        except moejit.MoejitError as e:
+            self.assertIn("520", str(e))
+            self.assertIn("multiple of 128", str(e))
+
+
+class Plans(unittest.TestCase):
+    def test_plan_on_h200(self):
+        p = moejit.plan("glm5.2", 8)
+        self.assertEqual(p["batch"], 8)
+        self.assertEqual(p["target"], "sm_90a")
+        self.assertGreater(p["compute"]["grid"], 0)
+        self.assertEqual(moejit.plan("glm5.2", 8, path="fast")["path"], "fast")
+
+    def test_plan_errors(self):
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 0)), "batch")
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, device="a100")), "device")
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, path="turbo")), "path")
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, tile_n=12)), "tile_n")
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, warp_speed=True)), "warp_speed")
+
+
+class Precompile(unittest.TestCase):
+    def test_into_a_scratch_cache(self):
+        calls = []
+        r = moejit.precompile(SMALL, "1-2", targets=["sm_90a"], progress=lambda d, t, k: calls.append((d, t, k)))
+        self.assertTrue(r["ok"])
+        self.assertGreaterEqual(r["kernels"], 2)
+        self.assertEqual(r["compiled"] + r["cached"], r["kernels"])
+        self.assertEqual(len(calls), r["kernels"])
+        self.assertEqual(sorted(d for d, _, _ in calls), list(range(1, r["kernels"] + 1)))
+        entries = os.listdir(os.path.join(_CACHE.name, "v1"))
+        self.assertGreaterEqual(len(entries), r["kernels"])
+        again = moejit.precompile(SMALL, [1, 2])
+        self.assertEqual(again["cached"], again["kernels"])
+
+    def test_errors(self):
+        self.assertEqual(field_of(lambda: moejit.precompile(SMALL, "0-2")), "batch")
+        self.assertEqual(field_of(lambda: moejit.precompile(SMALL, "x")), "batches")
+        self.assertEqual(field_of(lambda: moejit.precompile(SMALL, [1], targets=["sm_75"])), "targets")
+
+
+class Tensors(unittest.TestCase):
+    cfg = moejit.config(SMALL)
+
+    def weights(self, **replace):
+        w = {name: np.zeros(shape, dtype=np.uint8) for name, shape in moejit.weight_shapes(self.cfg).items()}
+        w.update(replace)
+        return w
+
+    def test_layer_refuses_cpu_and_wrong_weights(self):
+        with self.assertRaisesRegex(moejit.MoejitError, r"w1 is on cpu: it must be a CUDA tensor \(on cuda:0\)"):
+            moejit.MoeLayer(SMALL, **self.weights())
+        # Every tensor's dtype and shape are checked before any device: the first refusal is the specific one.
+        with self.assertRaisesRegex(moejit.MoejitError, r"s2: dtype float32 is invalid: must be uint8"):
+            moejit.MoeLayer(SMALL, **self.weights(s2=np.zeros((8, 512, 8), np.float32)))
+        with self.assertRaisesRegex(moejit.MoejitError, r"w2: shape \[8, 512, 64\] is invalid: must be \[8, 512, 128\]"):
+            moejit.MoeLayer(SMALL, **self.weights(w2=np.zeros((8, 512, 64), np.uint8)))
+        self.assertEqual(field_of(lambda: moejit.MoeLayer(SMALL, **self.weights(s1=None))), "s1")
+        self.assertEqual(field_of(lambda: moejit.MoeLayer(SMALL, **self.weights(w1=[[1, 2]]))), "w1")
+
+    def test_forward_refuses_cpu_wrong_dtype_and_shape(self):
+        b, h, k = 4, 512, 2
+        good = dict(x=np.zeros((b, h), np.uint8), topk_ids=np.zeros((b, k), np.int32),
+                    topk_weights=np.zeros((b, k), np.float32), out=HostBf16((b, h)),
+                    x_scales=np.zeros((b, h // 128), np.int32))
+
+        def call(input_bf16=False, **replace):
+            a = {**good, **replace}
+            return forward_args(self.cfg, 0, input_bf16, a["x"], a["topk_ids"], a["topk_weights"], a["out"],
+                                a["x_scales"])
+
+        cases = [
+            (dict(x=np.zeros((b, h), np.float32)), r"x: dtype float32 is invalid: must be float8_e4m3fn or uint8"),
+            (dict(topk_ids=np.zeros((b, k), np.int64)), r"topk_ids: dtype int64 is invalid: must be int32"),
+            (dict(topk_weights=np.zeros((b, 3), np.float32)), r"topk_weights: shape \[4, 3\] is invalid: must be \[4, 2\]"),
+            (dict(x_scales=np.zeros((b, 2), np.int32)), r"x_scales: shape \[4, 2\] is invalid: must be \[4, 4\]"),
+            (dict(x_scales=None), r"x_scales is required"),
+            (dict(x=np.zeros((h, b), np.uint8).T), r"x is not contiguous"),
+            (dict(x=np.zeros((300, h), np.uint8)), r"x: batch B = 300 is invalid: must be in \[1, 256\]"),
+            (dict(out=np.zeros((b, h), np.float32)), r"out: dtype float32 is invalid: must be bfloat16"),
+            # Right dtypes and shapes, but host memory: refused before any pointer is read.
+            ({}, r"x is on cpu: it must be a CUDA tensor \(on cuda:0\)"),
+        ]
+        for replace, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(moejit.MoejitError, message):
+                    call(**replace)
+        # A BF16-input layer takes BF16 x and no scales.
+        with self.assertRaisesRegex(moejit.MoejitError, r"x: dtype uint8 is invalid: must be bfloat16"):
+            call(input_bf16=True, x_scales=None)
+        with self.assertRaisesRegex(moejit.MoejitError, r"x_scales: a layer with input_bf16 quantizes x itself"):
+            call(input_bf16=True)
+
+
+class Version(unittest.TestCase):
+    def test_version(self):
+        self.assertRegex(moejit.__version__, r"^\d+\.\d+\.\d+$")
+
+
+if __name__ == "__main__":
+    unittest.main()
