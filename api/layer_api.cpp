@@ -37,6 +37,7 @@ void Layer::forward(const ForwardArgs& a, void* stream) {
     args.topk_weights = a.topk_weights;
     args.y = a.y;
     args.tokens = a.tokens;
+    args.workspace = a.workspace;
     live().layer.forward(args, static_cast<CUstream>(stream));
   });
 }

@@ -85,6 +85,10 @@ Plan plan(const Config& config, int batch, std::string_view device, const LayerO
   });
 }
 
+std::int64_t workspace_bytes(const Config& config, const LayerOptions& options, std::string_view device) {
+  return plan(config, 1, device, options).workspace_bytes;
+}
+
 PrecompileReport precompile(const Config& config, const std::vector<int>& batches,
                             const std::vector<std::string>& targets, const LayerOptions& options, int jobs,
                             const PrecompileProgress& progress) {

@@ -43,6 +43,7 @@ namespace moejit::runtime {
   X(cuMemAlloc, 3020)                                  \
   X(cuMemFree, 3020)                                   \
   X(cuMemGetInfo, 3020)                                \
+  X(cuMemGetAddressRange, 3020)                        \
   X(cuMemcpyHtoD, 3020)                                \
   X(cuMemcpyDtoH, 3020)                                \
   X(cuMemcpyHtoDAsync, 3020)                           \

@@ -52,7 +52,7 @@ const char* role_name(const codegen::KernelSpec& spec) {
 
 std::size_t MoeLayer::LaunchKeyHash::operator()(const LaunchKey& k) const noexcept {
   std::size_t h = std::hash<int>{}(k.tokens);
-  for (CUdeviceptr p : {k.x_q, k.x_scales, k.x_bf16, k.topk_ids, k.topk_weights, k.y})
+  for (CUdeviceptr p : {k.x_q, k.x_scales, k.x_bf16, k.topk_ids, k.topk_weights, k.y, k.workspace})
     h ^= std::hash<CUdeviceptr>{}(p) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
   return h;
 }
@@ -224,24 +224,44 @@ void MoeLayer::release_stream(CUstream stream) {
 
 MoeLayer::StreamState& MoeLayer::stream_state_locked(CUstream stream) {
   auto& slot = streams_[stream];
-  if (!slot) {
-    auto st = std::make_unique<StreamState>();
-    st->workspace = DeviceBuffer(static_cast<std::size_t>(workspace_bytes_));
-    // Zero once: the header's epoch and the GEMM2 readiness counters start
-    // clean, and every forward leaves them clean. On the setup stream, which
-    // never joins the caller's capture.
-    MOEJIT_CU(cuMemsetD8Async, st->workspace.ptr(), 0, st->workspace.bytes(), setup_stream_);
-    MOEJIT_CU(cuStreamSynchronize, setup_stream_);
-    slot = std::move(st);
-  }
+  if (!slot) slot = std::make_unique<StreamState>();
   return *slot;
 }
 
-std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeForwardArgs& a,
-                                                const StreamState& st) const {
+CUdeviceptr MoeLayer::workspace_for_locked(const MoeForwardArgs& a, StreamState& st) {
+  if (a.workspace) {
+    check_caller_workspace(a.workspace);
+    return a.workspace;
+  }
+  if (!st.workspace.ptr()) {
+    st.workspace = DeviceBuffer(static_cast<std::size_t>(workspace_bytes_));
+    // Zero once: the header's epoch and the GEMM2 readiness counters start
+    // clean, and every forward leaves them clean. On the setup stream, which
+    // never joins the caller's capture.
+    MOEJIT_CU(cuMemsetD8Async, st.workspace.ptr(), 0, st.workspace.bytes(), setup_stream_);
+    MOEJIT_CU(cuStreamSynchronize, setup_stream_);
+  }
+  return st.workspace.ptr();
+}
+
+void MoeLayer::check_caller_workspace(CUdeviceptr ws) const {
+  // The allocation that holds `ws` must hold the whole workspace after it.
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+  if (driver().cuMemGetAddressRange(&base, &size, ws) != CUDA_SUCCESS)
+    throw InvalidInput("workspace", fmt::format("workspace = 0x{:x} is invalid: it is not device memory of this "
+                                                "context",
+                                                ws));
+  const std::uint64_t room = base + size - ws;
+  if (room < static_cast<std::uint64_t>(workspace_bytes_))
+    throw InvalidInput("workspace", fmt::format("workspace = 0x{:x} is invalid: its allocation holds {} B from this "
+                                                "pointer; the layer needs {} B (workspace_bytes())",
+                                                ws, room, workspace_bytes_));
+}
+
+std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeForwardArgs& a, CUdeviceptr ws) const {
   const RoleKernels& k = *t.kernels;
   const auto tokens = static_cast<std::uint32_t>(a.tokens);
-  const CUdeviceptr ws = st.workspace.ptr();
   const contract::WorkspaceLayout l = workspace_layout();
   const bool fp8_rows = contract::path_fp8_rows(atom_->contract_path);
   // The GEMM1 rows the compute role reads: the caller's MXFP8 x, or what the dispatch role made of x.
@@ -287,7 +307,7 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
 }
 
 std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing) {
-  const LaunchKey key{a.tokens, a.x_q, a.x_scales, a.x_bf16, a.topk_ids, a.topk_weights, a.y};
+  const LaunchKey key{a.tokens, a.x_q, a.x_scales, a.x_bf16, a.topk_ids, a.topk_weights, a.y, a.workspace};
   std::lock_guard lock(mutex_);
   if (auto s = streams_.find(stream); s != streams_.end())
     if (auto it = s->second->graphs.find(key); it != s->second->graphs.end()) {
@@ -299,7 +319,7 @@ std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream
   RelaxedCaptureScope relaxed(capturing);
   StreamState& st = stream_state_locked(stream);
   const TokenLaunch& t = kernels_for_locked(a.tokens);
-  std::vector<RoleLaunch> roles = role_launches(t, a, st);
+  std::vector<RoleLaunch> roles = role_launches(t, a, workspace_for_locked(a, st));
   std::shared_ptr<RoleGraph>& graph = graphs_[role_graph_key(roles, options_.pdl)];
   if (graph) {
     ++graph_counters_.reused;
@@ -330,7 +350,7 @@ void MoeLayer::check_routes(const MoeForwardArgs& a, bool capturing) const {
 std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream stream) {
   validate_forward_args(config_, options_, a);
   std::lock_guard lock(mutex_);
-  return role_launches(kernels_for_locked(a.tokens), a, stream_state_locked(stream));
+  return role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream)));
 }
 
 void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvents* events) {
@@ -343,7 +363,7 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
     {
       std::lock_guard lock(mutex_);
       RelaxedCaptureScope relaxed(capturing);
-      roles = role_launches(kernels_for_locked(a.tokens), a, stream_state_locked(stream));
+      roles = role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream)));
     }
     if (!events) return launch_roles(roles, stream, options_.pdl);
     // start, [dispatch], dispatched, compute, computed, finalize, finalized.

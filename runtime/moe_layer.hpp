@@ -69,6 +69,13 @@ struct MoeForwardArgs {
   CUdeviceptr topk_weights = 0;  // fp32 [B][k]
   CUdeviceptr y = 0;             // bf16 [B][H]
   int tokens = 0;
+  // The caller's workspace (0: the layer's own, one per stream). At least
+  // workspace_bytes(), 256-byte aligned, zeroed once before its first
+  // forward; every forward leaves it ready for the next. Layers with the same
+  // workspace layout (the same config, options and device) that run one
+  // after another on one stream may share one; layers with other layouts,
+  // or forwards that may overlap (other streams), need their own.
+  CUdeviceptr workspace = 0;
 };
 
 // Optional events recorded between the roles (for the benchmark's per-role
@@ -114,7 +121,8 @@ class MoeLayer {
   // The workspace regions (templates/moe_contract.cuh) and one stream's bytes.
   contract::WorkspaceLayout workspace_layout() const;
   std::int64_t workspace_bytes() const { return workspace_bytes_; }
-  // The workspace forwards on `stream` use (0 before its first forward).
+  // The layer's own workspace for `stream` (0 before its first forward
+  // without a caller's workspace).
   CUdeviceptr workspace(CUstream stream) const;
   // Waits for `stream`, then frees its workspace and graphs (call it before
   // destroying a stream the layer has seen; a later forward starts afresh).
@@ -143,7 +151,7 @@ class MoeLayer {
   struct StreamState;
   struct LaunchKey {
     int tokens;
-    CUdeviceptr x_q, x_scales, x_bf16, topk_ids, topk_weights, y;
+    CUdeviceptr x_q, x_scales, x_bf16, topk_ids, topk_weights, y, workspace;
     friend bool operator==(const LaunchKey&, const LaunchKey&) = default;
   };
   struct LaunchKeyHash {
@@ -159,7 +167,10 @@ class MoeLayer {
   };
   const TokenLaunch& kernels_for_locked(int tokens);
   StreamState& stream_state_locked(CUstream stream);
-  std::vector<RoleLaunch> role_launches(const TokenLaunch& t, const MoeForwardArgs& a, const StreamState& st) const;
+  // The caller's workspace, checked, or the stream's own (allocated and zeroed on first use).
+  CUdeviceptr workspace_for_locked(const MoeForwardArgs& a, StreamState& st);
+  void check_caller_workspace(CUdeviceptr ws) const;
+  std::vector<RoleLaunch> role_launches(const TokenLaunch& t, const MoeForwardArgs& a, CUdeviceptr ws) const;
   void pack_weights(const CheckpointWeightsDevice& weights);
   std::shared_ptr<RoleGraph> graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing);
   void check_routes(const MoeForwardArgs& a, bool capturing) const;

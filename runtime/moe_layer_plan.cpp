@@ -57,6 +57,7 @@ void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptio
   pointer("topk_ids", a.topk_ids, 4);
   pointer("topk_weights", a.topk_weights, 4);
   pointer("y", a.y, 16);
+  if (a.workspace) pointer("workspace", a.workspace, 256);
 }
 
 void validate_route_ids(const codegen::MoeConfig& config, const std::vector<std::int32_t>& ids) {

@@ -154,7 +154,18 @@ struct ForwardArgs {
   std::uint64_t topk_ids = 0, topk_weights = 0;
   std::uint64_t y = 0;
   int tokens = 0;
+  // The caller's workspace, 0: the layer's own (one per stream). At least
+  // workspace_bytes(), 256-byte aligned, zeroed once before its first
+  // forward; every forward leaves it ready for the next. Layers with the same
+  // config, options and device that run one after another on one stream may
+  // share one; other layers, or forwards that may overlap, need their own.
+  std::uint64_t workspace = 0;
 };
+
+// The bytes of one workspace of a layer with `config` and `options` on a
+// device like `device` (a built-in profile); a pure function, no GPU needed.
+MOEJIT_API std::int64_t workspace_bytes(const Config& config, const LayerOptions& options = {},
+                                        std::string_view device = "h200");
 
 // The layer on the device of options.device, whose CUDA context must be
 // current (as it is under torch). forward() may be called from several

@@ -23,7 +23,7 @@ from .layer import MoeLayer, weight_shapes
 
 __version__ = _moejit.version()
 __all__ = ["MoeLayer", "MoejitError", "builtin_models", "builtin_devices", "config", "plan", "precompile",
-           "weight_shapes", "__version__"]
+           "weight_shapes", "workspace_bytes", "__version__"]
 
 
 def builtin_models() -> list:
@@ -39,6 +39,11 @@ def builtin_devices() -> list:
 def plan(config: ConfigLike, batch: int, device: str = "h200", **options: Any) -> Dict[str, Any]:
     """What a forward of ``batch`` tokens launches on a built-in device profile; needs no GPU."""
     return json.loads(_moejit.plan_json(config_json(config), int(batch), device, options))
+
+
+def workspace_bytes(config: ConfigLike, device: str = "h200", **options: Any) -> int:
+    """Bytes of one layer workspace (for ``layer(..., workspace=)``); needs no GPU."""
+    return _moejit.workspace_bytes(config_json(config), device, options)
 
 
 def _batches(batches: Union[int, str, Iterable[int]]) -> list:

@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional
 
 from . import _moejit
 from ._config import ConfigLike, config_json
-from ._tensors import pointers
+from ._tensors import check_device, describe, pointers
 from .errors import MoejitError
 
 _U8 = ("uint8",)
@@ -48,6 +48,19 @@ def forward_args(config: Dict[str, Any], device: int, input_bf16: bool, x: Any, 
     return args
 
 
+def workspace_pointer(workspace: Any, need: int, device: int) -> int:
+    """The device pointer of a caller's workspace: a contiguous uint8 vector of at least `need` bytes."""
+    info = describe(workspace, "workspace")
+    if info.dtype not in ("uint8", "int8"):
+        raise MoejitError(f"workspace: dtype {info.dtype} is invalid: must be uint8", "workspace")
+    if len(info.shape) != 1 or info.shape[0] < need:
+        raise MoejitError(f"workspace: shape {list(info.shape)} is invalid: must be [n] with n >= {need} "
+                          "(workspace_bytes)", "workspace")
+    if not info.contiguous:
+        raise MoejitError("workspace is not contiguous", "workspace")
+    return check_device(info, "workspace", device)
+
+
 class MoeLayer:
     """The MoE layer of one decode step on one GPU.
 
@@ -65,7 +78,6 @@ class MoeLayer:
         self.config: Dict[str, Any] = json.loads(self._config_json)
         device = options.get("device")
         if device is None:
-            from ._tensors import describe
             info = describe(w1, "w1")
             device = info.index if info.device == "cuda" and info.index >= 0 else 0
         options["device"] = int(device)
@@ -87,7 +99,7 @@ class MoeLayer:
         return json.loads(self._layer.plan_json(tokens))
 
     def __call__(self, x: Any, topk_ids: Any, topk_weights: Any, out: Any = None, *, x_scales: Any = None,
-                 stream: Optional[int] = None) -> Any:
+                 workspace: Any = None, stream: Optional[int] = None) -> Any:
         """``y = sum_j topk_weights[:, j] * expert_{topk_ids[:, j]}(x)``, BF16 ``[B, hidden]``.
 
         ``x`` is E4M3 ``[B, hidden]`` with ``x_scales`` int32 ``[B, hidden/128]``,
@@ -95,6 +107,10 @@ class MoeLayer:
         ``topk_ids`` int32 and ``topk_weights`` float32, ``[B, top_k]``. ``out``
         is allocated (with torch) when not given. ``stream`` is a CUstream as
         an integer; by default torch's current stream on the layer's device.
+        ``workspace`` is the caller's (uint8, at least ``workspace_bytes``,
+        zeroed once before its first use); layers with the same config and
+        options that run in sequence on one stream may share one. Without it
+        the layer uses its own, one per stream.
         """
         if out is None:
             torch = _torch_or_none()
@@ -107,8 +123,9 @@ class MoeLayer:
         if stream is None:
             torch = _torch_or_none()
             stream = torch.cuda.current_stream(self.device).cuda_stream if torch is not None else 0
+        ws = 0 if workspace is None else workspace_pointer(workspace, self.workspace_bytes, self.device)
         self._layer.forward(args["x_q"], args["x_scales"], args["x_bf16"], args["topk_ids"],
-                            args["topk_weights"], args["y"], args["tokens"], int(stream))
+                            args["topk_weights"], args["y"], args["tokens"], ws, int(stream))
         return out
 
     def op(self, x: Any, topk_ids: Any, topk_weights: Any, x_scales: Any = None) -> Any:

@@ -92,6 +92,12 @@ NB_MODULE(_moejit, m) {
       },
       "config"_a, "batch"_a, "device"_a, "options"_a);
   m.def(
+      "workspace_bytes",
+      [](const std::string& config, const std::string& device, const nb::dict& options) {
+        return moejit::workspace_bytes(config_of(config), layer_options(options), device);
+      },
+      "config"_a, "device"_a, "options"_a);
+  m.def(
       "precompile",
       [](const std::string& config, const std::vector<int>& batches, const std::vector<std::string>& targets,
          const nb::dict& options, int jobs, nb::object progress) {
@@ -123,7 +129,8 @@ NB_MODULE(_moejit, m) {
       .def(
           "forward",
           [](moejit::Layer& layer, std::uint64_t x_q, std::uint64_t x_scales, std::uint64_t x_bf16,
-             std::uint64_t topk_ids, std::uint64_t topk_weights, std::uint64_t y, int tokens, std::uintptr_t stream) {
+             std::uint64_t topk_ids, std::uint64_t topk_weights, std::uint64_t y, int tokens, std::uint64_t workspace,
+             std::uintptr_t stream) {
             moejit::ForwardArgs a;
             a.x_q = x_q;
             a.x_scales = x_scales;
@@ -132,9 +139,11 @@ NB_MODULE(_moejit, m) {
             a.topk_weights = topk_weights;
             a.y = y;
             a.tokens = tokens;
+            a.workspace = workspace;
             layer.forward(a, reinterpret_cast<void*>(stream));
           },
-          "x_q"_a, "x_scales"_a, "x_bf16"_a, "topk_ids"_a, "topk_weights"_a, "y"_a, "tokens"_a, "stream"_a)
+          "x_q"_a, "x_scales"_a, "x_bf16"_a, "topk_ids"_a, "topk_weights"_a, "y"_a, "tokens"_a, "workspace"_a,
+          "stream"_a)
       .def("plan_json", [](const moejit::Layer& layer, int tokens) { return layer.plan(tokens).json; })
       .def_prop_ro("workspace_bytes", &moejit::Layer::workspace_bytes)
       .def("release_stream",

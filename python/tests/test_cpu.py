@@ -82,6 +82,7 @@ class Plans(unittest.TestCase):
         self.assertEqual(p["target"], "sm_90a")
         self.assertGreater(p["compute"]["grid"], 0)
         self.assertEqual(moejit.plan("glm5.2", 8, path="fast")["path"], "fast")
+        self.assertEqual(moejit.workspace_bytes("glm5.2"), p["workspace_bytes"])
 
     def test_plan_errors(self):
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 0)), "batch")
@@ -157,6 +158,14 @@ class Tensors(unittest.TestCase):
             with self.subTest(message=message):
                 with self.assertRaisesRegex(moejit.MoejitError, message):
                     call(**replace)
+        # A caller's workspace: a uint8 vector of at least workspace_bytes, on the layer's device.
+        from moejit.layer import workspace_pointer
+        with self.assertRaisesRegex(moejit.MoejitError, r"workspace: shape \[100\] is invalid: must be \[n\] with n >= 4096"):
+            workspace_pointer(np.zeros(100, np.uint8), 4096, 0)
+        with self.assertRaisesRegex(moejit.MoejitError, r"workspace: dtype float32 is invalid: must be uint8"):
+            workspace_pointer(np.zeros(4096, np.float32), 4096, 0)
+        with self.assertRaisesRegex(moejit.MoejitError, r"workspace is on cpu"):
+            workspace_pointer(np.zeros(4096, np.uint8), 4096, 0)
         # A BF16-input layer takes BF16 x and no scales.
         with self.assertRaisesRegex(moejit.MoejitError, r"x: dtype uint8 is invalid: must be bfloat16"):
             call(input_bf16=True, x_scales=None)

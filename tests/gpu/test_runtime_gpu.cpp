@@ -195,6 +195,71 @@ TEST_CASE("a forward of B launches B's plan, whichever batch size ran first") {
   }
 }
 
+TEST_CASE("8 layers sharing one caller workspace on one stream give the bytes of 8 layers with their own") {
+  // Engine-owned memory (issue 13): one workspace, zeroed once, serves every
+  // layer of a decode step in turn, because each forward leaves it ready for
+  // the next (epoch tags, counters reset by the last CTA).
+  runtime::ScopedContext ctx(0);
+  const std::uint64_t seed = gpu_test::seed() ^ 0x5A5Eull;
+  const codegen::MoeConfig config = gpu_test::small_config("shared-ws", 16, 4, 1024, 768);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  constexpr int kLayers = 8;
+  const int B = 16;
+  std::vector<oracle::RandomWeights> weights;
+  std::vector<std::unique_ptr<runtime::MoeLayer>> layers;
+  std::vector<oracle::RandomInputs> host;
+  std::vector<std::unique_ptr<DeviceInputs>> dev;
+  CUstream s = nullptr;
+  MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+  for (int i = 0; i < kLayers; ++i) {
+    weights.push_back(oracle::random_weights(p, seed + i));
+    layers.push_back(std::make_unique<runtime::MoeLayer>(config, weights.back().device()));
+    host.push_back(oracle::random_inputs(p, B, oracle::k_all_routings[i % 4], seed + 100 + i));
+    dev.push_back(std::make_unique<DeviceInputs>(p, B));
+    dev.back()->upload(host.back(), s);
+    CHECK(layers[i]->workspace_bytes() == layers[0]->workspace_bytes());
+  }
+  const std::size_t bytes = static_cast<std::size_t>(layers[0]->workspace_bytes());
+  DeviceBuffer shared(bytes);
+  MOEJIT_CU(cuMemsetD8Async, shared.ptr(), 0, bytes, s);
+
+  std::vector<std::vector<std::uint16_t>> own(kLayers);
+  for (int i = 0; i < kLayers; ++i) {
+    MOEJIT_CU(cuMemsetD8Async, dev[i]->y.ptr(), 0xFF, dev[i]->y.bytes(), s);
+    layers[i]->forward(dev[i]->args(B), s);
+    own[i] = download_sync(dev[i]->y, s);
+    CHECK(bad_elements(own[i]) == 0);
+    const double cosine = cosine_vs_reference(weights[i], p, host[i], own[i]);
+    CHECK_MESSAGE(cosine >= 0.99999, "layer " << i << " cosine " << cosine);
+  }
+  int differ = 0;
+  for (int round = 0; round < 3; ++round)  // three forwards of each layer on the one workspace
+    for (int i = 0; i < kLayers; ++i) {
+      MOEJIT_CU(cuMemsetD8Async, dev[i]->y.ptr(), 0xFF, dev[i]->y.bytes(), s);
+      runtime::MoeForwardArgs a = dev[i]->args(B);
+      a.workspace = shared.ptr();
+      layers[i]->forward(a, s);
+      differ += download_sync(dev[i]->y, s) != own[i];
+    }
+  CHECK(differ == 0);
+  for (const auto& layer : layers) CHECK(layer->workspace(s) != 0);  // each made its own in the first pass only
+
+  // A workspace that is not device memory, or too small from its pointer, is refused by name before any launch.
+  runtime::MoeForwardArgs a = dev[0]->args(B);
+  a.workspace = 0x100000;  // aligned, but nothing the driver allocated
+  CHECK_THROWS_WITH_AS(layers[0]->forward(a, s), doctest::Contains("workspace = 0x100000 is invalid"),
+                       runtime::InvalidInput);
+  // An allocation of whole 2 MiB pages (no rounding to hide the shortfall), entered near its end.
+  const std::size_t page = std::size_t(2) << 20;
+  DeviceBuffer big((4 * bytes + page - 1) / page * page);
+  const std::size_t tail = (bytes / 2 + 255) / 256 * 256;
+  a.workspace = big.ptr() + big.bytes() - tail;
+  const std::string shortfall = fmt::format("holds {} B from this pointer; the layer needs {} B", tail, bytes);
+  CHECK_THROWS_WITH_AS(layers[0]->forward(a, s), doctest::Contains(shortfall.c_str()), runtime::InvalidInput);
+  for (const auto& layer : layers) layer->release_stream(s);
+  runtime::driver().cuStreamDestroy(s);
+}
+
 TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel compiled once") {
   runtime::ScopedContext ctx(0);
   const std::uint64_t seed = gpu_test::seed() ^ 0xBEEFull;

@@ -54,6 +54,7 @@ TEST_CASE("public API: plan on a built-in device, no GPU") {
   CHECK(p.compute.launched);
   CHECK(p.compute.grid > 0);
   CHECK(p.workspace_bytes > 0);
+  CHECK(moejit::workspace_bytes(moejit::builtin_config("glm5.2")) == p.workspace_bytes);
   CHECK(p.json.find("\"compute\"") != std::string::npos);
   moejit::LayerOptions fast;
   fast.path = "fast";

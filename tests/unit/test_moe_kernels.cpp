@@ -194,6 +194,9 @@ TEST_CASE("bad input is refused before any launch, naming the field, value and r
   CHECK(args_error([](auto& a) { a.topk_ids = 0; }).rfind("topk_ids |", 0) == 0);
   CHECK(args_error([](auto& a) { a.topk_weights = 0x4001; }).rfind("topk_weights |", 0) == 0);
   CHECK(args_error([](auto& a) { a.y = 0x5004; }).rfind("y |", 0) == 0);
+  CHECK(args_error([](auto& a) { a.workspace = 0x100000; }) == "accepted");  // a caller's workspace
+  CHECK(args_error([](auto& a) { a.workspace = 0x100080; }) ==
+        "workspace | workspace = 0x100080 is invalid: must be a non-null 256-byte aligned device pointer");
   runtime::MoeLayerOptions bf16 = opts;
   bf16.codegen.input_bf16 = true;
   CHECK_THROWS_WITH_AS(runtime::validate_forward_args(glm, bf16, ok),
