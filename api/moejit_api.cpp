@@ -144,6 +144,7 @@ void configure(const Settings& settings) {
     if (settings.log) {
       const LogCallback log = settings.log;
       c.warn = [log](const std::string& message) { log(LogLevel::warning, message); };
+      c.info = [log](const std::string& message) { log(LogLevel::info, message); };
     }
     try {
       jit::KernelCache::configure_global(std::move(c));

@@ -116,8 +116,12 @@ Resolved Cache::resolve(std::string_view key, std::string_view summary, const st
   ++counters_.misses;
   const auto t0 = std::chrono::steady_clock::now();
   Resolved built{build(), Source::compiled};
-  counters_.add_compile_time(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  const double millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  counters_.add_compile_time(millis);
   ++counters_.compiles;
+  if (config_.info)
+    config_.info("compiled " + std::string(summary) + " in " + std::to_string(static_cast<long long>(millis)) +
+                 " ms (key " + std::string(key.substr(0, 16)) + ")");
   built.entry.meta = sealed_meta(key, built.entry, fs::now_seconds());
   if (!writes_disabled_) publish(key, built);
   return built;

@@ -23,6 +23,7 @@ struct Config {
   std::uint64_t max_bytes = k_default_max_bytes;  // LRU eviction above this; 0 = no cap
   bool no_jit = false;                            // strict mode: a miss is an error
   WarnFn warn;                                    // empty: "moejit: warning: ..." on stderr
+  WarnFn info;                                    // each compile, with its time; empty: silent
   EntryCheck check;                               // empty: checksums only (entry.hpp)
 
   // MOEJIT_CACHE_DIR / XDG_CACHE_HOME / HOME (cache_dir.hpp), MOEJIT_CACHE_MAX_BYTES,

@@ -135,7 +135,7 @@ struct Settings {
   std::optional<std::string> cache_dir;  // "" keeps kernels in memory only
   std::optional<std::uint64_t> cache_max_bytes;
   std::optional<bool> no_jit;  // a kernel missing from the cache is an error
-  LogCallback log;             // empty: "moejit: warning: ..." on stderr
+  LogCallback log;             // warnings and each kernel compile (info); empty: warnings on stderr
 };
 // Throws Error("settings") once the kernel cache is in use.
 MOEJIT_API void configure(const Settings& settings);

@@ -26,6 +26,21 @@ struct Builder {
 };
 }  // namespace
 
+TEST_CASE("the info hook hears each compile, and only compiles") {
+  TempDir tmp;
+  std::vector<std::string> warnings, infos;
+  cache::Config config = test::quiet_config(tmp.path(), &warnings);
+  config.info = [&](const std::string& m) { infos.push_back(m); };
+  const std::string key = cache::sha256_hex("info");
+  Builder build{0, "info"};
+  cache::Cache c(config);
+  CHECK(c.resolve(key, "fake<info>", std::ref(build)).source == cache::Source::compiled);
+  CHECK(c.resolve(key, "fake<info>", std::ref(build)).source == cache::Source::disk);
+  REQUIRE(infos.size() == 1);
+  CHECK(infos[0].rfind("compiled fake<info> in ", 0) == 0);
+  CHECK(infos[0].find("(key " + key.substr(0, 16) + ")") != std::string::npos);
+}
+
 TEST_CASE("a miss builds and publishes; the next process loads it from disk") {
   TempDir tmp;
   std::vector<std::string> warnings;
