@@ -8,7 +8,8 @@
 #                                          package (pip install .) + its CPU tests,
 #                                          ASan+UBSan build + CPU tests
 #   tools/dev.sh build [release|debug|asan]
-#   tools/dev.sh dist DIR                  install the Release binaries into DIR (for the GPU machine)
+#   tools/dev.sh dist DIR                  install the Release binaries, the test programs and the
+#                                          Python wheel into DIR (for the GPU machine: tools/gpu_session.sh)
 #   tools/dev.sh deps                      install the Debian packages only
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -106,6 +107,17 @@ case "$cmd" in
     dest=${1:?usage: tools/dev.sh dist DIR}
     cmake --install build/release --prefix "$dest" >/dev/null
     for t in build/release/tests/moejit_*_tests; do install -m 755 "$t" "$dest/bin/"; done
+    # The wheel for the GPU machine's python3 (3.12, KINDS.md; MOEJIT_WHEEL_PYTHON
+    # overrides) and the commit, for tools/gpu_session.sh.
+    py=""
+    for c in ${MOEJIT_WHEEL_PYTHON:-} python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12 python3; do
+      if "$c" -c 'import sys' 2>/dev/null; then py=$c && break; fi
+    done
+    log "Python wheel with $("$py" --version) ($py)"
+    rm -rf "$dest/wheels"
+    CMAKE_PREFIX_PATH="$PWD/$dest" CMAKE_GENERATOR="Unix Makefiles" \
+      "$py" -m pip wheel -q --disable-pip-version-check --no-deps -w "$dest/wheels" .
+    echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)" >"$dest/COMMIT"
     log "installed into $dest"
     ;;
   *)

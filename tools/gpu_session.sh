@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# One device-machine call's worth of GPU work, batched (the device lends
+# minutes, and each call pays a machine start). Run from the repository root
+# on the GPU machine, with dist/ carried from `tools/dev.sh dist dist`:
+#
+#   tools/gpu_session.sh [STEP...]      default: tests memcheck plan bench python
+#
+#   tests     moejit_gpu_tests: the whole GPU matrix, both paths, and the runtime tests
+#   memcheck  compute-sanitizer memcheck on `moejit run --batch 8`, each path
+#   plan      `moejit plan --device h200 --batches 8` beside what `moejit run --batch 8` launches
+#   bench     moejit_bench_moe twice per path (and dist/old/moejit_bench_moe once, if carried)
+#   python    the wheel in dist/wheels into a scratch venv over the machine's torch, then python/tests
+#
+# Every step runs even when one before it failed. What comes back from $OUT:
+# summary.txt (a line per step: status, seconds, log) and logs.tar.gz (the
+# logs, each headed by date, commit, device and command).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:?OUT must name the folder whose files come back}
+DIST=${DIST:-dist}
+LOGS=$(mktemp -d)
+export MOEJIT_CACHE_DIR=${MOEJIT_CACHE_DIR:-/tmp/moejit-cache}
+export PATH="$PWD/$DIST/bin:$PATH"
+COMMIT=$(cat "$DIST/COMMIT" 2>/dev/null || echo unknown)
+DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(tests memcheck plan bench python)
+
+# run LOG CMD...: the command's output into $LOGS/LOG under a header; a line in the summary.
+run() {
+  local log=$1
+  shift
+  local t0=$SECONDS rc
+  {
+    echo "# date: $(date -u +%FT%TZ)  commit: $COMMIT  device: ${DEVICE:-?}"
+    echo "# command: $*"
+    "$@"
+  } >"$LOGS/$log" 2>&1
+  rc=$?
+  printf '%-6s %4ds  %-28s %s\n' "$([ $rc -eq 0 ] && echo PASS || echo "rc=$rc")" $((SECONDS - t0)) "$log" "$*" |
+    tee -a "$OUT/summary.txt"
+}
+
+for step in "${steps[@]}"; do
+  case $step in
+    tests) run gpu-tests.log moejit_gpu_tests ;;
+    memcheck)
+      for path in exact fast; do
+        run "memcheck-$path.log" compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model glm5.2 \
+          --batch 8 --path "$path"
+      done
+      ;;
+    plan)
+      run plan-h200.log moejit plan --device h200 --model glm5.2 --batches 8
+      run run-b8.log moejit run --model glm5.2 --batch 8
+      ;;
+    bench)
+      for path in exact fast; do
+        for i in 1 2; do run "bench-$path-$i.log" moejit_bench_moe --path "$path"; done
+      done
+      [ -x "$DIST/old/moejit_bench_moe" ] && run bench-old.log "$DIST/old/moejit_bench_moe"
+      ;;
+    python)
+      run python.log bash -c "python3 -m venv --system-site-packages /tmp/moejit-venv &&
+        /tmp/moejit-venv/bin/pip install -q --no-index --no-deps $DIST/wheels/moejit-*.whl &&
+        cd /tmp && /tmp/moejit-venv/bin/python -m unittest discover -s $PWD/python/tests -v"
+      ;;
+    *) echo "unknown step '$step' (tests memcheck plan bench python)" | tee -a "$OUT/summary.txt" ;;
+  esac
+done
+tar -czf "$OUT/logs.tar.gz" -C "$LOGS" .
