@@ -74,5 +74,11 @@ run("configure the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/con
 run("build the consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer)
 run("run the consumer" ${WORK_DIR}/consumer/consumer)
 message(STATUS "consumer:\n${run_out}")
+set(shared_out "${run_out}")
+run("run the static consumer" ${WORK_DIR}/consumer/consumer_static)
+if(NOT run_out STREQUAL shared_out)
+  message(FATAL_ERROR "the static consumer printed\n${run_out}\nthe shared one\n${shared_out}")
+endif()
+message(STATUS "consumer_static: the same output")
 
 check_exports(${lib})
