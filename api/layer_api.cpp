@@ -5,8 +5,8 @@
 namespace moejit {
 
 struct Layer::Impl {
-  Impl(const codegen::MoeConfig& config, const runtime::CheckpointWeightsDevice& weights,
-       const runtime::MoeLayerOptions& options)
+  template <class Weights>
+  Impl(const codegen::MoeConfig& config, const Weights& weights, const runtime::MoeLayerOptions& options)
       : layer(config, weights, options) {}
   runtime::MoeLayer layer;
 };
@@ -19,6 +19,14 @@ Layer::Impl& Layer::live() const {
 Layer::Layer(const Config& config, const CheckpointWeights& w, const LayerOptions& options) {
   impl_ = api::guarded([&] {
     return std::make_unique<Impl>(api::to_internal(config), runtime::CheckpointWeightsDevice{w.w1, w.s1, w.w2, w.s2},
+                                  api::layer_options(options));
+  });
+}
+
+Layer::Layer(const Config& config, const PackedWeightsDevice& p, const LayerOptions& options) {
+  impl_ = api::guarded([&] {
+    return std::make_unique<Impl>(api::to_internal(config),
+                                  runtime::PackedWeightsDevice{p.w1, p.w2, p.top_scale_code, p.atom},
                                   api::layer_options(options));
   });
 }

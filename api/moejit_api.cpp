@@ -13,6 +13,7 @@
 #include "jit/kernel_cache.hpp"
 #include "jit/precompile.hpp"
 #include "runtime/moe_layer.hpp"
+#include "runtime/weight_packing.hpp"
 
 #ifndef MOEJIT_VERSION
 #error "MOEJIT_VERSION must be defined by the build"
@@ -82,6 +83,23 @@ Plan plan(const Config& config, int batch, std::string_view device, const LayerO
     codegen::validate_batch(internal, batch);
     return api::to_public(
         codegen::plan_launch(internal, batch, codegen::builtin_profile(device), api::codegen_options(options)));
+  });
+}
+
+PackedWeights pack_weights(const Config& config, const CheckpointWeightsHost& w, const LayerOptions& options,
+                           std::string_view target) {
+  return api::guarded([&] {
+    const codegen::MoeConfig internal = api::to_internal(config);
+    runtime::validate_layer_config(internal);
+    const auto t = codegen::parse_target(target);
+    if (!t) throw Error("target", fmt::format("target = '{}' is not one of {}", target, codegen::target_names()));
+    const codegen::ComputePath path = codegen::resolve_path(api::codegen_options(options).path, t->arch);
+    const codegen::AtomTraits* atom = codegen::find_atom(*t, path, internal.recipe);
+    if (!atom)
+      throw Error("path", fmt::format("path = {} is not available on {}", codegen::path_name(path), t->name()));
+    runtime::PackedWeightsHost p = runtime::pack_weights(
+        internal, *atom, {w.w1, w.s1, w.w2, w.s2, w.w1_bytes, w.s1_bytes, w.w2_bytes, w.s2_bytes});
+    return PackedWeights{std::move(p.w1), std::move(p.w2), p.top_scale_code, std::move(p.atom)};
   });
 }
 

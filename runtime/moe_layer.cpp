@@ -12,6 +12,7 @@
 #include "runtime/kernel_args.hpp"
 #include "runtime/residency.hpp"
 #include "runtime/tensor_map_cache.hpp"
+#include "runtime/weight_packing.hpp"
 
 namespace moejit::runtime {
 
@@ -59,6 +60,23 @@ std::size_t MoeLayer::LaunchKeyHash::operator()(const LaunchKey& k) const noexce
 
 MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevice& weights,
                    const MoeLayerOptions& options)
+    : MoeLayer(config, options, Setup{}) {
+  for (auto [name, ptr] : {std::pair{"w1", weights.w1}, {"s1", weights.s1}, {"w2", weights.w2}, {"s2", weights.s2}})
+    if (ptr == 0 || ptr % 16 != 0)
+      throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: must be a non-null 16-byte aligned "
+                                           "device pointer",
+                                           name, ptr));
+  pack_weights(weights);
+  map_weights();
+}
+
+MoeLayer::MoeLayer(const codegen::MoeConfig& config, const PackedWeightsDevice& packed, const MoeLayerOptions& options)
+    : MoeLayer(config, options, Setup{}) {
+  adopt_packed(packed);
+  map_weights();
+}
+
+MoeLayer::MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& options, Setup)
     : config_(config), options_(options) {
   validate_layer_config(config);
   validate_layer_options(options);
@@ -75,11 +93,6 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevi
   if (!atom_)
     throw InvalidInput("path", fmt::format("path = {} is not available on {}",
                                            codegen::path_name(*options_.codegen.path), target_.name()));
-  for (auto [name, ptr] : {std::pair{"w1", weights.w1}, {"s1", weights.s1}, {"w2", weights.w2}, {"s2", weights.s2}})
-    if (ptr == 0 || ptr % 16 != 0)
-      throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: must be a non-null 16-byte aligned "
-                                           "device pointer",
-                                           name, ptr));
   MOEJIT_CU(cuCtxGetCurrent, &context_);
   if (!context_) throw std::runtime_error("MoeLayer: no current CUDA context (make the device's context current)");
 
@@ -87,7 +100,6 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevi
   workspace_bytes_ = plan(1).workspace_bytes;
   by_tokens_.resize(config.token_capacity + 1);
   MOEJIT_CU(cuStreamCreate, &setup_stream_, CU_STREAM_NON_BLOCKING);
-  pack_weights(weights);
 }
 
 void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
@@ -128,10 +140,43 @@ void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
                     "[0, {}]{}",
                     top_code, codegen::path_name(*options_.codegen.path), atom_->name, atom_->max_weight_scale_code,
                     top_code == 255 ? " (255 is NaN in UE8M0)" : "; --path fast takes every code to 254"));
+  w1_ptr_ = w1_.ptr();
+  w2_ptr_ = w2_.ptr();
+}
+
+void MoeLayer::adopt_packed(const PackedWeightsDevice& packed) {
+  if (packed.atom != atom_->name)
+    throw InvalidInput("packed.atom", fmt::format("packed.atom = '{}' is invalid: this layer's {} path on {} runs the "
+                                                  "{} atom; pack the weights for it",
+                                                  packed.atom, codegen::path_name(*options_.codegen.path),
+                                                  target_.name(), atom_->name));
+  if (packed.top_scale_code < 0 || packed.top_scale_code > atom_->max_weight_scale_code)
+    throw InvalidInput("packed.top_scale_code",
+                       fmt::format("packed.top_scale_code = {} is invalid: the {} atom supports codes [0, {}]",
+                                   packed.top_scale_code, atom_->name, atom_->max_weight_scale_code));
+  for (auto [name, ptr, which] : {std::tuple{"packed.w1", packed.w1, codegen::Projection::w1},
+                                  std::tuple{"packed.w2", packed.w2, codegen::Projection::w2}}) {
+    if (ptr == 0 || ptr % 16 != 0)
+      throw InvalidInput(
+          name, fmt::format("{} = 0x{:x} is invalid: must be a non-null 16-byte aligned device pointer", name, ptr));
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    const std::uint64_t need = packed_bytes(config_, which);
+    if (driver().cuMemGetAddressRange(&base, &size, ptr) != CUDA_SUCCESS || base + size - ptr < need)
+      throw InvalidInput(name, fmt::format("{} = 0x{:x} is invalid: it must be device memory holding the {} B of the "
+                                           "packed projection",
+                                           name, ptr, need));
+  }
+  w1_ptr_ = packed.w1;
+  w2_ptr_ = packed.w2;
+}
+
+void MoeLayer::map_weights() {
   // Every plan of the layer has the same tiles per item, so one box size serves every batch.
   const std::uint32_t box_rows = static_cast<std::uint32_t>(contract::weight_box_rows(plan(1).tiles));
-  w1_map_ = TensorMapCache::global().weight_tile_map(w1_.ptr(), w1_bytes / contract::kWeightMapRowBytes, box_rows);
-  w2_map_ = TensorMapCache::global().weight_tile_map(w2_.ptr(), w2_bytes / contract::kWeightMapRowBytes, box_rows);
+  const auto rows = [&](codegen::Projection p) { return packed_bytes(config_, p) / contract::kWeightMapRowBytes; };
+  w1_map_ = TensorMapCache::global().weight_tile_map(w1_ptr_, rows(codegen::Projection::w1), box_rows);
+  w2_map_ = TensorMapCache::global().weight_tile_map(w2_ptr_, rows(codegen::Projection::w2), box_rows);
 }
 
 MoeLayer::~MoeLayer() {

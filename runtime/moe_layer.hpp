@@ -61,6 +61,15 @@ struct CheckpointWeightsDevice {
   CUdeviceptr w2 = 0, s2 = 0;  // [E][H][I/2],  [E][H][I/32]
 };
 
+// Weights packed ahead of time (runtime/weight_packing.hpp, `moejit::pack_weights`)
+// and already on the device: the layer reads them where they are, copies
+// nothing, and the caller keeps them alive while the layer lives.
+struct PackedWeightsDevice {
+  CUdeviceptr w1 = 0, w2 = 0;  // step blobs, packed_bytes() each
+  int top_scale_code = -1;     // PackedWeightsHost::top_scale_code
+  std::string atom;            // PackedWeightsHost::atom: the layout they are packed in
+};
+
 // Device buffers of one forward. Pre-quantized x: x_q [B][H] E4M3 + x_scales
 // [B][H/128] int32; BF16 x (options.input_bf16): x_bf16 [B][H].
 struct MoeForwardArgs {
@@ -109,6 +118,8 @@ class MoeLayer {
  public:
   MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevice& weights,
            const MoeLayerOptions& options = {});
+  // From packed weights: no transform, no second copy on the device.
+  MoeLayer(const codegen::MoeConfig& config, const PackedWeightsDevice& packed, const MoeLayerOptions& options = {});
   ~MoeLayer();
   MoeLayer(const MoeLayer&) = delete;
   MoeLayer& operator=(const MoeLayer&) = delete;
@@ -144,9 +155,12 @@ class MoeLayer {
   struct PackedDevice {
     CUdeviceptr w1, w2;
   };
-  PackedDevice packed_weights() const { return {w1_.ptr(), w2_.ptr()}; }
+  PackedDevice packed_weights() const { return {w1_ptr_, w2_ptr_}; }
 
  private:
+  struct Setup {};
+  // What both public constructors do first: validate, find the device, atom and context.
+  MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& options, Setup);
   struct RoleKernels;
   struct StreamState;
   struct LaunchKey {
@@ -172,6 +186,8 @@ class MoeLayer {
   void check_caller_workspace(CUdeviceptr ws) const;
   std::vector<RoleLaunch> role_launches(const TokenLaunch& t, const MoeForwardArgs& a, CUdeviceptr ws) const;
   void pack_weights(const CheckpointWeightsDevice& weights);
+  void adopt_packed(const PackedWeightsDevice& packed);
+  void map_weights();
   std::shared_ptr<RoleGraph> graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing);
   void check_routes(const MoeForwardArgs& a, bool capturing) const;
 
@@ -183,9 +199,10 @@ class MoeLayer {
   const codegen::AtomTraits* atom_ = nullptr;
   CUcontext context_ = nullptr;  // the graph nodes' explicit context
   std::int64_t workspace_bytes_ = 0;
-  DeviceBuffer w1_, w2_;             // packed step blobs
-  TensorMapBlob w1_map_, w2_map_;    // their TMA maps, passed by value to the compute role
-  CUstream setup_stream_ = nullptr;  // non-blocking: clears new workspaces, also during a capture
+  DeviceBuffer w1_, w2_;                 // packed step blobs, when the layer packed them
+  CUdeviceptr w1_ptr_ = 0, w2_ptr_ = 0;  // the step blobs it reads (its own, or the caller's)
+  TensorMapBlob w1_map_, w2_map_;        // their TMA maps, passed by value to the compute role
+  CUstream setup_stream_ = nullptr;      // non-blocking: clears new workspaces, also during a capture
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<RoleKernels>> kernels_;  // by compute spec summary
   std::vector<std::unique_ptr<TokenLaunch>> by_tokens_;          // [B] -> kernels and plan, filled on first use

@@ -16,6 +16,7 @@
 // the input ("hidden", "batch", "topk_ids", "path", ...) and what() its value
 // and the allowed range.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -146,6 +147,30 @@ struct CheckpointWeights {
   std::uint64_t w1 = 0, s1 = 0, w2 = 0, s2 = 0;
 };
 
+// Offline packing: the layer's own weight layout, made on the host, so that a
+// layer built from it (Layer(config, PackedWeightsDevice)) never holds the
+// checkpoint and the packed copy on the GPU together. The checkpoint arrays
+// are host bytes in the layout above, with their sizes.
+struct CheckpointWeightsHost {
+  const std::uint8_t *w1 = nullptr, *s1 = nullptr, *w2 = nullptr, *s2 = nullptr;
+  std::size_t w1_bytes = 0, s1_bytes = 0, w2_bytes = 0, s2_bytes = 0;
+};
+struct PackedWeights {
+  std::vector<std::uint8_t> w1, w2;  // step blobs, as many bytes as the checkpoint's payload + scales
+  int top_scale_code = 0;            // the largest UE8M0 code in s1 and s2
+  std::string atom;                  // the MMA atom whose layout they are in
+};
+// For a layer with `options` on `target` ("sm_90a"). Needs no GPU. Throws
+// Error naming the array whose size is wrong, or a scale code the path refuses.
+MOEJIT_API PackedWeights pack_weights(const Config& config, const CheckpointWeightsHost& weights,
+                                      const LayerOptions& options = {}, std::string_view target = "sm_90a");
+// Packed weights on the device; the layer reads them in place (keep them alive).
+struct PackedWeightsDevice {
+  std::uint64_t w1 = 0, w2 = 0;
+  int top_scale_code = -1;
+  std::string atom;
+};
+
 // One forward's device buffers: x_q E4M3 [B][H] + x_scales int32 [B][H/128]
 // (or x_bf16 [B][H] with input_bf16), topk_ids int32 [B][k], topk_weights
 // fp32 [B][k], y bf16 [B][H].
@@ -173,6 +198,8 @@ MOEJIT_API std::int64_t workspace_bytes(const Config& config, const LayerOptions
 class MOEJIT_API Layer {
  public:
   Layer(const Config& config, const CheckpointWeights& weights, const LayerOptions& options = {});
+  // From packed weights (pack_weights, uploaded): no transform, no second copy.
+  Layer(const Config& config, const PackedWeightsDevice& packed, const LayerOptions& options = {});
   ~Layer();
   Layer(Layer&&) noexcept;
   Layer& operator=(Layer&&) noexcept;

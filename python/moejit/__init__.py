@@ -23,7 +23,7 @@ from .layer import MoeLayer, weight_shapes
 
 __version__ = _moejit.version()
 __all__ = ["MoeLayer", "MoejitError", "builtin_models", "builtin_devices", "config", "plan", "precompile",
-           "weight_shapes", "workspace_bytes", "__version__"]
+           "weight_shapes", "workspace_bytes", "pack_weights", "__version__"]
 
 
 def builtin_models() -> list:
@@ -44,6 +44,33 @@ def plan(config: ConfigLike, batch: int, device: str = "h200", **options: Any) -
 def workspace_bytes(config: ConfigLike, device: str = "h200", **options: Any) -> int:
     """Bytes of one layer workspace (for ``layer(..., workspace=)``); needs no GPU."""
     return _moejit.workspace_bytes(config_json(config), device, options)
+
+
+def _host_bytes(t: Any, name: str) -> bytes:
+    if isinstance(t, (bytes, bytearray, memoryview)):
+        return bytes(t)
+    if hasattr(t, "is_cuda") and t.is_cuda:
+        raise MoejitError(f"{name} is on the GPU: pack_weights packs host copies (t.cpu())", name)
+    if hasattr(t, "numpy"):  # torch CPU tensors
+        t = t.contiguous().numpy()
+    if hasattr(t, "tobytes"):
+        if str(getattr(t, "dtype", "uint8")) not in ("uint8", "int8"):
+            raise MoejitError(f"{name}: dtype {t.dtype} is invalid: must be uint8", name)
+        return t.tobytes(order="C")
+    raise MoejitError(f"{name} must be a host array of uint8 (NumPy, a CPU tensor or bytes), not {type(t).__name__}",
+                      name)
+
+
+def pack_weights(config: ConfigLike, w1: Any, s1: Any, w2: Any, s2: Any, target: str = "sm_90a",
+                 **options: Any) -> Dict[str, Any]:
+    """Pack checkpoint MXFP4 weights (host arrays) into the layer's own layout, offline; needs no GPU.
+
+    Returns ``{"w1": bytes, "w2": bytes, "top_scale_code": int, "atom": str}``;
+    upload ``w1``/``w2`` (e.g. ``torch.frombuffer(...).cuda()``) and build the layer
+    with ``MoeLayer.from_packed``: the GPU never holds the checkpoint beside them.
+    """
+    arrays = [_host_bytes(t, n) for t, n in ((w1, "w1"), (s1, "s1"), (w2, "w2"), (s2, "s2"))]
+    return _moejit.pack_weights(config_json(config), *arrays, options, target)
 
 
 def _batches(batches: Union[int, str, Iterable[int]]) -> list:

@@ -89,6 +89,28 @@ class MoeLayer:
         self._layer = _moejit.Layer(self._config_json, ptrs["w1"], ptrs["s1"], ptrs["w2"], ptrs["s2"], options)
         self._handle: Optional[int] = None
 
+    @classmethod
+    def from_packed(cls, config: ConfigLike, packed: Dict[str, Any], w1: Any, w2: Any, **options: Any) -> "MoeLayer":
+        """A layer over weights packed offline (``moejit.pack_weights``) and uploaded:
+        ``w1``, ``w2`` are uint8 CUDA tensors holding ``packed["w1"]``, ``packed["w2"]``.
+        The layer reads them in place (keep them alive) and holds no second copy."""
+        self = cls.__new__(cls)
+        self._config_json = config_json(config)
+        self.config = json.loads(self._config_json)
+        device = options.get("device")
+        if device is None:
+            info = describe(w1, "w1")
+            device = info.index if info.device == "cuda" and info.index >= 0 else 0
+        options["device"] = int(device)
+        self.device = int(device)
+        self.input_bf16 = bool(options.get("input_bf16", False))
+        ptrs = pointers([("w1", w1, (len(packed["w1"]),), _U8), ("w2", w2, (len(packed["w2"]),), _U8)], self.device)
+        self._layer = _moejit.Layer.from_packed(self._config_json, ptrs["w1"], ptrs["w2"],
+                                                int(packed["top_scale_code"]), str(packed["atom"]), options)
+        self._handle = None
+        self._packed = (w1, w2)  # the layer reads them: keep them alive with it
+        return self
+
     @property
     def workspace_bytes(self) -> int:
         """Device memory of the workspace each stream gets on its first forward."""

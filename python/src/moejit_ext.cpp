@@ -118,6 +118,30 @@ NB_MODULE(_moejit, m) {
       },
       "config"_a, "batches"_a, "targets"_a, "options"_a, "jobs"_a, "progress"_a.none());
 
+  m.def(
+      "pack_weights",
+      [](const std::string& config, const nb::bytes& w1, const nb::bytes& s1, const nb::bytes& w2, const nb::bytes& s2,
+         const nb::dict& options, const std::string& target) {
+        auto bytes_of = [](const nb::bytes& b) { return reinterpret_cast<const std::uint8_t*>(b.c_str()); };
+        moejit::CheckpointWeightsHost host;
+        host.w1 = bytes_of(w1), host.s1 = bytes_of(s1), host.w2 = bytes_of(w2), host.s2 = bytes_of(s2);
+        host.w1_bytes = w1.size(), host.s1_bytes = s1.size(), host.w2_bytes = w2.size(), host.s2_bytes = s2.size();
+        const moejit::Config c = config_of(config);
+        const moejit::LayerOptions o = layer_options(options);
+        moejit::PackedWeights p;
+        {
+          nb::gil_scoped_release nogil;
+          p = moejit::pack_weights(c, host, o, target);
+        }
+        nb::dict d;
+        d["w1"] = nb::bytes(reinterpret_cast<const char*>(p.w1.data()), p.w1.size());
+        d["w2"] = nb::bytes(reinterpret_cast<const char*>(p.w2.data()), p.w2.size());
+        d["top_scale_code"] = p.top_scale_code;
+        d["atom"] = p.atom;
+        return d;
+      },
+      "config"_a, "w1"_a, "s1"_a, "w2"_a, "s2"_a, "options"_a, "target"_a);
+
   nb::class_<moejit::Layer>(m, "Layer")
       .def(
           "__init__",
@@ -126,6 +150,14 @@ NB_MODULE(_moejit, m) {
             new (self) moejit::Layer(config_of(config), {w1, s1, w2, s2}, layer_options(options));
           },
           "config"_a, "w1"_a, "s1"_a, "w2"_a, "s2"_a, "options"_a)
+      .def_static(
+          "from_packed",
+          [](const std::string& config, std::uint64_t w1, std::uint64_t w2, int top_scale_code, const std::string& atom,
+             const nb::dict& options) {
+            return moejit::Layer(config_of(config), moejit::PackedWeightsDevice{w1, w2, top_scale_code, atom},
+                                 layer_options(options));
+          },
+          "config"_a, "w1"_a, "w2"_a, "top_scale_code"_a, "atom"_a, "options"_a)
       .def(
           "forward",
           [](moejit::Layer& layer, std::uint64_t x_q, std::uint64_t x_scales, std::uint64_t x_bf16,

@@ -173,6 +173,28 @@ class Tensors(unittest.TestCase):
             call(input_bf16=True)
 
 
+class Packing(unittest.TestCase):
+    def test_pack_weights_offline(self):
+        cfg = moejit.config(SMALL)
+        rng = np.random.default_rng(3)
+        w = {}
+        for name, shape in moejit.weight_shapes(cfg).items():
+            w[name] = (rng.integers(0, 256, shape, dtype=np.uint8) if name.startswith("w")
+                       else rng.integers(118, 123, shape, dtype=np.uint8))
+        p = moejit.pack_weights(SMALL, **w)
+        self.assertEqual(len(p["w1"]), w["w1"].nbytes + w["s1"].nbytes)
+        self.assertEqual(len(p["w2"]), w["w2"].nbytes + w["s2"].nbytes)
+        self.assertEqual(p["top_scale_code"], int(max(w["s1"].max(), w["s2"].max())))
+        self.assertEqual(p["atom"], moejit.plan(SMALL, 1)["atom"])
+        self.assertNotEqual(moejit.pack_weights(SMALL, path="fast", **w)["w1"], p["w1"])
+        with self.assertRaisesRegex(moejit.MoejitError, r"s2: 32767 bytes are invalid: must be 32768 \(\[8\]\[512\]\[8\] uint8\)"):
+            moejit.pack_weights(SMALL, **{**w, "s2": w["s2"].reshape(-1)[:-1]})
+        self.assertEqual(field_of(lambda: moejit.pack_weights(SMALL, **{**w, "w1": w["w1"].astype(np.float32)})), "w1")
+        # A layer over packed weights takes them on the GPU only.
+        with self.assertRaisesRegex(moejit.MoejitError, r"w1 is on cpu"):
+            moejit.MoeLayer.from_packed(SMALL, p, np.frombuffer(p["w1"], np.uint8), np.frombuffer(p["w2"], np.uint8))
+
+
 class Version(unittest.TestCase):
     def test_version(self):
         self.assertRegex(moejit.__version__, r"^\d+\.\d+\.\d+$")

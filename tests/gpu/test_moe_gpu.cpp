@@ -16,7 +16,7 @@
 
 #include "gpu_test_util.hpp"
 #include "oracle/moe_check.hpp"
-#include "oracle/weight_pack.hpp"
+#include "runtime/weight_packing.hpp"
 #include "templates/moe_weight_layouts.cuh"
 
 using namespace moejit;
@@ -108,8 +108,8 @@ TEST_CASE("weight transform matches its CPU twin, on both paths") {
     };
     for (const Proj& pr : {Proj{w.host.w1, w.host.s1, 2 * p.intermediate, p.hidden, true, packed.w1},
                            Proj{w.host.w2, w.host.s2, p.hidden, p.intermediate, false, packed.w2}}) {
-      const std::vector<std::uint8_t> want = oracle::pack_projection(pr.payload, pr.scales, p.experts, pr.rows, pr.k,
-                                                                     pr.interleave, layer.atom().weight_layout);
+      const std::vector<std::uint8_t> want = runtime::pack_projection(pr.payload, pr.scales, p.experts, pr.rows, pr.k,
+                                                                      pr.interleave, layer.atom().weight_layout);
       std::vector<std::uint8_t> got(want.size());
       MOEJIT_CU(cuMemcpyDtoH, got.data(), pr.device, got.size());
       CHECK(got == want);

@@ -16,6 +16,7 @@
 #include "oracle/mx_format.hpp"
 #include "runtime/residency.hpp"
 #include "runtime/tensor_map_cache.hpp"
+#include "runtime/weight_packing.hpp"
 
 using namespace moejit;
 using runtime::DeviceBuffer;
@@ -258,6 +259,59 @@ TEST_CASE("8 layers sharing one caller workspace on one stream give the bytes of
   CHECK_THROWS_WITH_AS(layers[0]->forward(a, s), doctest::Contains(shortfall.c_str()), runtime::InvalidInput);
   for (const auto& layer : layers) layer->release_stream(s);
   runtime::driver().cuStreamDestroy(s);
+}
+
+TEST_CASE("a layer over weights packed on the host gives the bytes of a layer that packed them itself") {
+  // Offline packing (issue 13): the GPU holds the packed copy alone.
+  runtime::ScopedContext ctx(0);
+  const std::uint64_t seed = gpu_test::seed() ^ 0x9ACCull;
+  const codegen::MoeConfig config = gpu_test::small_config("packed", 24, 4, 1024, 768);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, seed);
+  for (const codegen::ComputePath path : {codegen::ComputePath::exact, codegen::ComputePath::fast}) {
+    runtime::MoeLayerOptions options;
+    options.codegen.path = path;
+    runtime::MoeLayer own(config, w.device(), options);
+    const runtime::PackedWeightsHost host =
+        runtime::pack_weights(config, own.atom(),
+                              {w.host.w1.data(), w.host.s1.data(), w.host.w2.data(), w.host.s2.data(), w.host.w1.size(),
+                               w.host.s1.size(), w.host.w2.size(), w.host.s2.size()});
+    DeviceBuffer w1(host.w1.size()), w2(host.w2.size());
+    w1.upload(host.w1.data(), host.w1.size());
+    w2.upload(host.w2.data(), host.w2.size());
+    runtime::MoeLayer packed(config, runtime::PackedWeightsDevice{w1.ptr(), w2.ptr(), host.top_scale_code, host.atom},
+                             options);
+    CHECK(packed.packed_weights().w1 == w1.ptr());  // read in place, not copied
+    CUstream s = nullptr;
+    MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+    for (const int b : {1, 16, 64}) {
+      const oracle::RandomInputs in = oracle::random_inputs(p, b, oracle::RoutingKind::uniform, seed + b);
+      DeviceInputs dev(p, b);
+      dev.upload(in, s);
+      MOEJIT_CU(cuMemsetD8Async, dev.y.ptr(), 0xFF, dev.y.bytes(), s);
+      own.forward(dev.args(b), s);
+      const std::vector<std::uint16_t> want = download_sync(dev.y, s);
+      MOEJIT_CU(cuMemsetD8Async, dev.y.ptr(), 0xFF, dev.y.bytes(), s);
+      packed.forward(dev.args(b), s);
+      INFO(codegen::path_name(path), " B=", b);
+      CHECK(download_sync(dev.y, s) == want);
+      CHECK(bad_elements(want) == 0);
+    }
+    // Packed for the other atom, or with a code the atom refuses: refused by name.
+    const codegen::ComputePath other =
+        path == codegen::ComputePath::exact ? codegen::ComputePath::fast : codegen::ComputePath::exact;
+    runtime::MoeLayerOptions other_options;
+    other_options.codegen.path = other;
+    CHECK_THROWS_WITH_AS(
+        runtime::MoeLayer(config, runtime::PackedWeightsDevice{w1.ptr(), w2.ptr(), 120, host.atom}, other_options),
+        doctest::Contains("packed.atom"), runtime::InvalidInput);
+    CHECK_THROWS_WITH_AS(
+        runtime::MoeLayer(config, runtime::PackedWeightsDevice{w1.ptr(), w2.ptr(), 255, host.atom}, options),
+        doctest::Contains("packed.top_scale_code = 255"), runtime::InvalidInput);
+    own.release_stream(s);
+    packed.release_stream(s);
+    runtime::driver().cuStreamDestroy(s);
+  }
 }
 
 TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel compiled once") {

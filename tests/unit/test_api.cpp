@@ -4,6 +4,7 @@
 
 #include <moejit/moejit.hpp>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 
@@ -97,6 +98,50 @@ TEST_CASE("public API: precompile builds every kernel a layer needs, with progre
   CHECK(field_of([] { moejit::precompile(small_config(), {1}, {"sm_100a"}); }) == "targets");
 }
 
+TEST_CASE("public API: pack_weights packs a checkpoint on the host, sized and checked") {
+  const moejit::Config c = small_config();
+  const int e = c.experts, h = c.hidden, i = c.intermediate;
+  std::vector<std::uint8_t> w1(std::size_t(e) * 2 * i * h / 2), s1(std::size_t(e) * 2 * i * h / 32),
+      w2(std::size_t(e) * h * i / 2), s2(std::size_t(e) * h * i / 32);
+  std::uint32_t state = 12345;
+  auto next = [&] { return static_cast<std::uint8_t>((state = state * 1664525u + 1013904223u) >> 24); };
+  for (auto* v : {&w1, &w2}) std::generate(v->begin(), v->end(), next);
+  for (auto* v : {&s1, &s2}) std::generate(v->begin(), v->end(), [&] { return std::uint8_t(118 + next() % 5); });
+  s2[7] = 127;
+  moejit::CheckpointWeightsHost host{w1.data(), s1.data(), w2.data(), s2.data(),
+                                     w1.size(), s1.size(), w2.size(), s2.size()};
+  const moejit::PackedWeights exact = moejit::pack_weights(c, host);
+  CHECK(exact.w1.size() == w1.size() + s1.size());  // the payload and its scale words, rearranged
+  CHECK(exact.w2.size() == w2.size() + s2.size());
+  CHECK(exact.top_scale_code == 127);
+  CHECK(exact.atom == moejit::plan(c, 1).atom);
+  moejit::LayerOptions fast;
+  fast.path = "fast";
+  const moejit::PackedWeights f = moejit::pack_weights(c, host, fast);
+  CHECK(f.atom == moejit::plan(c, 1, "h200", fast).atom);
+  CHECK(f.atom != exact.atom);
+  CHECK(f.w1 != exact.w1);  // each atom has its own fragment order
+  // Every nibble and scale byte lands somewhere: the byte histograms of the scales agree.
+  std::multiset<std::uint8_t> in(s2.begin(), s2.end()), out;
+  for (std::size_t step = 0; step < exact.w2.size(); step += 4352)
+    out.insert(exact.w2.begin() + step + 4096, exact.w2.begin() + step + 4352);
+  CHECK(in == out);
+
+  moejit::CheckpointWeightsHost short_s1 = host;
+  short_s1.s1_bytes -= 1;
+  CHECK(field_of([&] { moejit::pack_weights(c, short_s1); }) == "s1");
+  moejit::CheckpointWeightsHost no_w2 = host;
+  no_w2.w2 = nullptr;
+  CHECK(field_of([&] { moejit::pack_weights(c, no_w2); }) == "w2");
+  s1[3] = 200;  // beyond the exact atom's codes, within the fast one's
+  CHECK(field_of([&] { moejit::pack_weights(c, host); }) == "weight scales");
+  CHECK(moejit::pack_weights(c, host, fast).top_scale_code == 200);
+  s1[3] = 255;  // NaN in UE8M0: no path takes it
+  CHECK(field_of([&] { moejit::pack_weights(c, host, fast); }) == "weight scales");
+  s1[3] = 120;
+  CHECK(field_of([&] { moejit::pack_weights(c, host, {}, "sm_75"); }) == "target");
+}
+
 TEST_CASE("public API: configure() is refused once the kernel cache is in use") {
   (void)moejit::precompile(small_config(), {1}, {"sm_90a"});  // the cache is in use now (or already was)
   CHECK(field_of([] { moejit::configure({}); }) == "settings");
@@ -105,7 +150,7 @@ TEST_CASE("public API: configure() is refused once the kernel cache is in use") 
 TEST_CASE("public API: a Layer without a GPU fails with a moejit::Error, not a crash") {
   // Without a CUDA driver (CI), or with one but no current context, the
   // constructor throws before it allocates anything.
-  CHECK_THROWS_AS(moejit::Layer(small_config(), {}), moejit::Error);
+  CHECK_THROWS_AS(moejit::Layer(small_config(), moejit::CheckpointWeights{}), moejit::Error);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "oracle/mx_format.hpp"
-#include "oracle/weight_pack.hpp"
+#include "runtime/weight_packing.hpp"
 #include "templates/moe_weight_layouts.cuh"
 
 using namespace moejit;
@@ -73,7 +73,7 @@ TEST_CASE("fast sm_90a layout: each lane's words become its wgmma e4m3 A fragmen
     CAPTURE(interleave);
     const Checkpoint c = random_checkpoint(2, 128, 256, 254, 0x5EEDu + interleave);
     const auto blob =
-        oracle::pack_projection(c.payload, c.scales, c.experts, c.rows, c.k, interleave, contract::kLayoutSm90Fp8);
+        runtime::pack_projection(c.payload, c.scales, c.experts, c.rows, c.k, interleave, contract::kLayoutSm90Fp8);
     int mismatches = 0, checked = 0;
     for_each_step(c, [&](int e, int mt, int kb, long long step) {
       for (int warp = 0; warp < 4; ++warp)
@@ -111,7 +111,7 @@ TEST_CASE("exact sm_90a layout: the atom's BF16 pair recipe decodes to E2M1 * 2^
   // raw pattern E2M1 * 2^-126, which the multiplier 2^(s-1) turns into E2M1 * 2^(s-127).
   const Checkpoint c = random_checkpoint(2, 128, 256, 128, 0xB16u);
   const auto blob =
-      oracle::pack_projection(c.payload, c.scales, c.experts, c.rows, c.k, true, contract::kLayoutSm90Bf16);
+      runtime::pack_projection(c.payload, c.scales, c.experts, c.rows, c.k, true, contract::kLayoutSm90Bf16);
   int mismatches = 0;
   for_each_step(c, [&](int e, int mt, int kb, long long step) {
     for (int n = 0; n < 64; ++n)
@@ -138,7 +138,8 @@ TEST_CASE("sm_120a layout: nibbles land in the m16n8k32 A registers' byte contai
   // moe_atom_sm120.cuh's expand_e2m1_word: nibbles 0..3 -> a0 (k = 4t..4t+3 of the K32 block), 4..7 -> a2
   // (k = 16+4t..), each code at bits 5..2 of its byte; word j of lane column t covers K32 block j.
   const Checkpoint c = random_checkpoint(1, 128, 256, 254, 0x120u);
-  const auto blob = oracle::pack_projection(c.payload, c.scales, c.experts, c.rows, c.k, false, contract::kLayoutSm120);
+  const auto blob =
+      runtime::pack_projection(c.payload, c.scales, c.experts, c.rows, c.k, false, contract::kLayoutSm120);
   int mismatches = 0;
   for_each_step(c, [&](int e, int mt, int kb, long long step) {
     for (int n = 0; n < 64; ++n)

@@ -1,0 +1,89 @@
+#include "runtime/weight_packing.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <tuple>
+
+#include "templates/moe_weight_layouts.cuh"
+
+namespace moejit::runtime {
+
+std::vector<std::uint8_t> pack_projection(const std::vector<std::uint8_t>& payload,
+                                          const std::vector<std::uint8_t>& scales, int experts, int rows, int k,
+                                          bool interleave, int layout) {
+  if (rows % 128 != 0 || k % 128 != 0)
+    throw std::invalid_argument("pack_projection: rows and K must be multiples of 128 (step blobs pair 64-row tiles)");
+  std::vector<std::uint8_t> out(std::size_t(experts) * (rows / 64) * (k / 128) * contract::kWeightStepBytes, 0);
+  auto source_row = [&](int n) { return interleave ? contract::interleaved_checkpoint_row(n, rows) : n; };
+  for (int e = 0; e < experts; ++e)
+    for (int mt = 0; mt < rows / 64; ++mt)
+      for (int kb = 0; kb < k / 128; ++kb) {
+        std::uint8_t* step = out.data() + contract::weight_step_offset(e, mt, kb, rows, k);
+        for (int w = 0; w < contract::kWeightPayloadBytes / 4; ++w) {
+          std::uint32_t word = 0;
+          for (int slot = 0; slot < 8; ++slot) {
+            const contract::CodeSlot c = contract::code_slot(layout, w, slot);
+            const int kk = kb * 128 + c.k;
+            const std::uint8_t byte = payload[(std::size_t(e) * rows + source_row(mt * 64 + c.row)) * (k / 2) + kk / 2];
+            const std::uint32_t code = (kk % 2 ? byte >> 4 : byte) & 0xF;
+            for (int f = 0; f < 4; ++f) word |= ((code >> f) & 1u) << c.bit[f];
+          }
+          std::memcpy(step + 4 * w, &word, 4);
+        }
+        for (int r = 0; r < 64; ++r) {
+          const std::uint8_t* s = scales.data() + (std::size_t(e) * rows + source_row(mt * 64 + r)) * (k / 32) + 4 * kb;
+          std::memcpy(step + contract::kWeightPayloadBytes + 4 * r, s, 4);
+        }
+      }
+  return out;
+}
+
+std::uint64_t packed_bytes(const codegen::MoeConfig& config, codegen::Projection which) {
+  const std::uint64_t e = std::uint64_t(config.local_experts()), h = config.hidden, i = config.intermediate;
+  const std::uint64_t rows = which == codegen::Projection::w1 ? 2 * i : h, k = which == codegen::Projection::w1 ? h : i;
+  return e * (rows / 64) * (k / 128) * contract::kWeightStepBytes;
+}
+
+PackedWeightsHost pack_weights(const codegen::MoeConfig& config, const codegen::AtomTraits& atom,
+                               const CheckpointWeightsHost& w) {
+  const int e = config.local_experts(), h = config.hidden, i = config.intermediate;
+  PackedWeightsHost out;
+  out.atom = atom.name;
+  struct Projection {
+    const char* payload_name;
+    const char* scales_name;
+    const std::uint8_t *payload, *scales;
+    std::size_t payload_given, scales_given;
+    int rows, k;
+    bool interleave;
+    std::vector<std::uint8_t>* packed;
+  };
+  for (const Projection& p : {Projection{"w1", "s1", w.w1, w.s1, w.w1_bytes, w.s1_bytes, 2 * i, h, true, &out.w1},
+                              Projection{"w2", "s2", w.w2, w.s2, w.w2_bytes, w.s2_bytes, h, i, false, &out.w2}}) {
+    const std::size_t payload_bytes = std::size_t(e) * p.rows * (p.k / 2);
+    const std::size_t scale_bytes = std::size_t(e) * p.rows * (p.k / 32);
+    for (auto [name, ptr, given, want, shape] :
+         {std::tuple{p.payload_name, p.payload, p.payload_given, payload_bytes, p.k / 2},
+          std::tuple{p.scales_name, p.scales, p.scales_given, scale_bytes, p.k / 32}})
+      if (!ptr || given != want)
+        throw codegen::ConfigError(name, fmt::format("{}: {} bytes are invalid: must be {} ([{}][{}][{}] uint8)", name,
+                                                     ptr ? given : 0, want, e, p.rows, shape));
+    const std::vector<std::uint8_t> payload(p.payload, p.payload + payload_bytes),
+        scales(p.scales, p.scales + scale_bytes);
+    const int top = *std::max_element(scales.begin(), scales.end());
+    if (top > atom.max_weight_scale_code)
+      throw codegen::ConfigError(
+          "weight scales", fmt::format("weight scales: a UE8M0 code of {} was found in {}; the {} atom supports codes "
+                                       "[0, {}]{}",
+                                       top, p.scales_name, atom.name, atom.max_weight_scale_code,
+                                       top == 255 ? " (255 is NaN in UE8M0)" : ""));
+    out.top_scale_code = std::max(out.top_scale_code, top);
+    *p.packed = pack_projection(payload, scales, e, p.rows, p.k, p.interleave, atom.weight_layout);
+  }
+  return out;
+}
+
+}  // namespace moejit::runtime
