@@ -9,7 +9,7 @@
 #   memcheck  compute-sanitizer memcheck on `moejit run --batch 8`, each path
 #   plan      `moejit plan --device h200 --batches 8` beside what `moejit run --batch 8` launches
 #   bench     moejit_bench_moe twice per path (and dist/old/moejit_bench_moe once, if carried)
-#   python    the wheel in dist/wheels into a scratch venv over the machine's torch, then python/tests
+#   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then python/tests
 #
 # Every step runs even when one before it failed. What comes back from $OUT:
 # summary.txt (a line per step: status, seconds, log) and logs.tar.gz (the
@@ -18,9 +18,10 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?OUT must name the folder whose files come back}
 DIST=${DIST:-dist}
+case $DIST in /*) ;; *) DIST="$PWD/$DIST" ;; esac
 LOGS=$(mktemp -d)
 export MOEJIT_CACHE_DIR=${MOEJIT_CACHE_DIR:-/tmp/moejit-cache}
-export PATH="$PWD/$DIST/bin:$PATH"
+export PATH="$DIST/bin:$PATH"
 COMMIT=$(cat "$DIST/COMMIT" 2>/dev/null || echo unknown)
 DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 steps=("$@")
@@ -51,7 +52,7 @@ for step in "${steps[@]}"; do
       done
       ;;
     plan)
-      run plan-h200.log moejit plan --device h200 --model glm5.2 --batches 8
+      run plan-h200.log moejit plan --device h200 --model glm5.2 --ranks 1 --batches 8
       run run-b8.log moejit run --model glm5.2 --batch 8
       ;;
     bench)
@@ -61,9 +62,9 @@ for step in "${steps[@]}"; do
       [ -x "$DIST/old/moejit_bench_moe" ] && run bench-old.log "$DIST/old/moejit_bench_moe"
       ;;
     python)
-      run python.log bash -c "python3 -m venv --system-site-packages /tmp/moejit-venv &&
-        /tmp/moejit-venv/bin/pip install -q --no-index --no-deps $DIST/wheels/moejit-*.whl &&
-        cd /tmp && /tmp/moejit-venv/bin/python -m unittest discover -s $PWD/python/tests -v"
+      # A wheel is a zip: unpacked beside the machine's own python3 (which holds torch), no pip needed.
+      run python.log bash -c "rm -rf /tmp/moejit-py && python3 -m zipfile -e $DIST/wheels/moejit-*.whl /tmp/moejit-py &&
+        cd /tmp && PYTHONPATH=/tmp/moejit-py python3 -m unittest discover -s $PWD/python/tests -v"
       ;;
     *) echo "unknown step '$step' (tests memcheck plan bench python)" | tee -a "$OUT/summary.txt" ;;
   esac

@@ -279,8 +279,19 @@ TEST_CASE("a layer over weights packed on the host gives the bytes of a layer th
     DeviceBuffer w1(host.w1.size()), w2(host.w2.size());
     w1.upload(host.w1.data(), host.w1.size());
     w2.upload(host.w2.data(), host.w2.size());
+    std::size_t free_before = 0, free_after = 0, total = 0;
+    MOEJIT_CU(cuCtxSynchronize);
+    MOEJIT_CU(cuMemGetInfo, &free_before, &total);
     runtime::MoeLayer packed(config, runtime::PackedWeightsDevice{w1.ptr(), w2.ptr(), host.top_scale_code, host.atom},
                              options);
+    MOEJIT_CU(cuCtxSynchronize);
+    MOEJIT_CU(cuMemGetInfo, &free_after, &total);
+    // What construction adds beside the packed weights: no copy of them, only modules and a stream.
+    const std::int64_t grown = std::int64_t(free_before) - std::int64_t(free_after);
+    MESSAGE(codegen::path_name(path), ": constructing over ", host.w1.size() + host.w2.size(),
+            " B of packed weights took ", grown, " B of device memory");
+    CHECK(grown < std::int64_t(host.w1.size() + host.w2.size()));
+    CHECK(grown <= (std::int64_t(32) << 20));
     CHECK(packed.packed_weights().w1 == w1.ptr());  // read in place, not copied
     CUstream s = nullptr;
     MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
