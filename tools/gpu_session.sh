@@ -9,7 +9,8 @@
 #   memcheck  compute-sanitizer memcheck on `moejit run --batch 8`, each path
 #   plan      `moejit plan --device h200 --batches 8` beside what `moejit run --batch 8` launches
 #   bench     moejit_bench_moe twice per path (and dist/old/moejit_bench_moe once, if carried)
-#   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then python/tests
+#   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then
+#             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
 #
 # Every step runs even when one before it failed. What comes back from $OUT:
 # summary.txt (a line per step: status, seconds, log) and logs.tar.gz (the
@@ -65,6 +66,8 @@ for step in "${steps[@]}"; do
       # A wheel is a zip: unpacked beside the machine's own python3 (which holds torch), no pip needed.
       run python.log bash -c "rm -rf /tmp/moejit-py && python3 -m zipfile -e $DIST/wheels/moejit-*.whl /tmp/moejit-py &&
         cd /tmp && PYTHONPATH=/tmp/moejit-py python3 -m unittest discover -s $PWD/python/tests -v"
+      run python-overhead.log env PYTHONPATH=/tmp/moejit-py python3 bench/python_overhead.py
+      run example.log env PYTHONPATH=/tmp/moejit-py python3 examples/torch_moe_block.py --batch 8
       ;;
     *) echo "unknown step '$step' (tests memcheck plan bench python)" | tee -a "$OUT/summary.txt" ;;
   esac
