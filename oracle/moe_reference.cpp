@@ -42,6 +42,21 @@ double dot(const double* a, const double* b, int n) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+double gated(const MoeProblem& p, double g, double u) {
+  if (p.activation == Activation::gpt_oss) return g / (1.0 + std::exp(-double(p.alpha) * g)) * (u + 1.0);
+  return g / (1.0 + std::exp(-g)) * u;
+}
+
+// W1's row of gate (half 0) or up (half 1) element i of expert e.
+std::size_t w1_row(const MoeProblem& p, int e, int i, int half) {
+  const int r = p.interleaved ? 2 * i + half : i + half * p.intermediate;
+  return std::size_t(e) * 2 * p.intermediate + r;
+}
+
+double bias(const std::vector<std::uint16_t>& b, std::size_t index) {
+  return b.empty() ? 0.0 : mx::bf16_value(b[index]);
+}
+
 template <typename Fn>
 void parallel_for(int n, int threads, Fn fn) {
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -85,15 +100,16 @@ std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const Checkp
     std::vector<double> gate(rs.size()), up(rs.size());
     for (int i = (task % chunks1) * kChunk; i < (task % chunks1 + 1) * kChunk; ++i) {
       for (int half = 0; half < 2; ++half) {
-        const size_t r = size_t(e) * 2 * I + i + size_t(half) * I;
+        const size_t r = w1_row(p, e, i, half);
         dequantize_row(w.w1.data() + r * (H / 2), w.s1.data() + r * (H / 32), H, row.data());
+        const double b = bias(w.b1, r);
         for (size_t q = 0; q < rs.size(); ++q)
-          (half ? up : gate)[q] = dot(row.data(), x.data() + size_t(rs[q] / K) * H, H);
+          (half ? up : gate)[q] = dot(row.data(), x.data() + size_t(rs[q] / K) * H, H) + b;
       }
       for (size_t q = 0; q < rs.size(); ++q) {
         const double g = mx::round_bf16(gate[q] > c ? c : gate[q]);
         const double u = mx::round_bf16(up[q] > c ? c : (up[q] < -c ? -c : up[q]));
-        act[e][q * I + i] = routing.weights[rs[q]] * (g / (1.0 + std::exp(-g)) * u);
+        act[e][q * I + i] = routing.weights[rs[q]] * gated(p, g, u);
       }
     }
   });
@@ -120,8 +136,10 @@ std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const Checkp
     for (int h = (task % chunks2) * kChunk; h < (task % chunks2 + 1) * kChunk; ++h) {
       const size_t r = size_t(e) * H + h;
       dequantize_row(w.w2.data() + r * (I / 2), w.s2.data() + r * (I / 32), I, row.data());
+      const double b = bias(w.b2, r);
       for (size_t q = 0; q < rs.size(); ++q)
-        slots[size_t(rs[q]) * H + h] = mx::bf16_bits(dot(row.data(), act[e].data() + q * I, I));
+        slots[size_t(rs[q]) * H + h] =
+            mx::bf16_bits(dot(row.data(), act[e].data() + q * I, I) + routing.weights[rs[q]] * b);
     }
   });
 
@@ -152,18 +170,18 @@ std::vector<double> dense_reference(const MoeProblem& p, const CheckpointWeights
       for (int i = 0; i < I; ++i) {
         double gu[2];
         for (int half = 0; half < 2; ++half) {
-          const size_t r = size_t(e) * 2 * I + i + size_t(half) * I;
+          const size_t r = w1_row(p, e, i, half);
           dequantize_row(w.w1.data() + r * (H / 2), w.s1.data() + r * (H / 32), H, row.data());
-          gu[half] = dot(row.data(), xt.data(), H);
+          gu[half] = dot(row.data(), xt.data(), H) + bias(w.b1, r);
         }
         const double g = std::min(gu[0], double(p.clamp));
         const double u = std::clamp(gu[1], -double(p.clamp), double(p.clamp));
-        act[i] = g / (1.0 + std::exp(-g)) * u;
+        act[i] = gated(p, g, u);
       }
       for (int h = 0; h < H; ++h) {
         const size_t r = size_t(e) * H + h;
         dequantize_row(w.w2.data() + r * (I / 2), w.s2.data() + r * (I / 32), I, row.data());
-        y[size_t(ti) * H + h] += routing.weights[size_t(t) * K + j] * dot(row.data(), act.data(), I);
+        y[size_t(ti) * H + h] += routing.weights[size_t(t) * K + j] * (dot(row.data(), act.data(), I) + bias(w.b2, r));
       }
     }
   });

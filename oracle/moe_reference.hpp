@@ -3,11 +3,11 @@
 //
 // quantized_reference: the operator's exact semantics on the same quantized
 // inputs, accumulated in double:
-//   g, u   = W1_gate/up(e) . x_t                  (MXFP4 x MXFP8, exact products)
+//   g, u   = W1_gate/up(e) . x_t + b1              (MXFP4 x MXFP8, exact products)
 //   g', u' = BF16(min(g, c)), BF16(clamp(u, -c, c))  with c = BF16(clamp)
-//   a      = w_tj * g' * sigmoid(g') * u'
+//   a      = w_tj * act(g', u')                    (Activation above)
 //   a_q    = MXFP8(a) per 32 along I (OCP rule), then its BF16 image
-//   slot   = BF16(W2(e) . a_q)
+//   slot   = BF16(W2(e) . a_q + w_tj * b2)         (so y = sum_j w_tj (W2 act + b2))
 //   y_t    = BF16(sum_j slot_j, in FP32, j = 0..k-1); NaN if a route id is outside [0, E)
 // dense_reference: the same layer on unquantized FP32 weights and activations.
 
@@ -17,15 +17,27 @@
 
 namespace moejit::reference {
 
+// The gated activation on the clamped g, u (c = clamp):
+//   swiglu  (the seeds'): g' = min(g, c), u' = clamp(u, -c, c), act = g' sigmoid(g') u'
+//   gpt_oss (gpt-oss's):  the same clamps with c = limit, act = g' sigmoid(alpha g') (u' + 1)
+enum class Activation { swiglu, gpt_oss };
+
 struct MoeProblem {
   int experts = 0, top_k = 0, hidden = 0, intermediate = 0;
-  float clamp = std::numeric_limits<float>::infinity();
+  float clamp = std::numeric_limits<float>::infinity();  // c (gpt-oss: its limit, 7)
+  Activation activation = Activation::swiglu;
+  float alpha = 1.702f;  // gpt_oss only
+  // W1's gate/up rows: false, gate rows 0..I-1 then up rows I..2I-1; true
+  // (gpt-oss checkpoints), gate i at row 2i and up i at row 2i+1.
+  bool interleaved = false;
 };
 
-// Checkpoint-layout MXFP4 weights (DESIGN.md "Weights").
+// Checkpoint-layout MXFP4 weights (DESIGN.md "Weights"), and optional BF16
+// biases: b1 per W1 row (in W1's row order), b2 per output row.
 struct CheckpointWeights {
-  std::vector<std::uint8_t> w1, s1;  // [E][2I][H/2], [E][2I][H/32]
-  std::vector<std::uint8_t> w2, s2;  // [E][H][I/2],  [E][H][I/32]
+  std::vector<std::uint8_t> w1, s1;   // [E][2I][H/2], [E][2I][H/32]
+  std::vector<std::uint8_t> w2, s2;   // [E][H][I/2],  [E][H][I/32]
+  std::vector<std::uint16_t> b1, b2;  // BF16 bits [E][2I], [E][H]; empty: no bias
 };
 
 struct Routing {

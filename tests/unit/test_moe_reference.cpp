@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "oracle/moe_reference.hpp"
@@ -64,4 +65,101 @@ TEST_CASE("a route id outside [0, E) poisons its token only") {
   const auto y = reference::quantized_reference(p, w, xq, xs, r);
   CHECK(std::isfinite(mx::bf16_value(y[0])));
   CHECK(std::isnan(mx::bf16_value(y[p.hidden])));
+}
+
+// gpt-oss's MoE block, evaluated here from its published formula and written
+// apart from the reference (its own E2M1 table, its own row order and bias
+// handling), in double: y_t = sum_j w_tj (W2_e act(W1_e x_t + b1_e) + b2_e),
+// gate i at W1 row 2i, up i at row 2i+1, act = min(g, L) sigmoid(a min(g, L))
+// (clamp(u, -L, L) + 1), a = 1.702, L = 7 (issue 14, acceptance 3).
+namespace {
+double e2m1(std::uint8_t nibble) {
+  static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  return (nibble & 8 ? -1.0 : 1.0) * mag[nibble & 7];
+}
+double weight(const std::vector<std::uint8_t>& payload, const std::vector<std::uint8_t>& scales, std::size_t row,
+              int col, int cols) {
+  const std::uint8_t byte = payload[row * (cols / 2) + col / 2];
+  return e2m1(col % 2 ? byte >> 4 : byte & 0xF) * std::pow(2.0, int(scales[row * (cols / 32) + col / 32]) - 127);
+}
+double bf16(std::uint16_t bits) {
+  std::uint32_t u = std::uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+}  // namespace
+
+TEST_CASE("gpt-oss block: the dense reference is the published formula; the quantized one tracks it") {
+  reference::MoeProblem p{4, 2, 128, 64, 7.0f};
+  p.activation = reference::Activation::gpt_oss;
+  p.alpha = 1.702f;
+  p.interleaved = true;
+  const int E = p.experts, H = p.hidden, I = p.intermediate, K = p.top_k, B = 3;
+  std::mt19937 rng(20261201);
+  std::uniform_int_distribution<int> byte(0, 255), code(120, 124);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  reference::CheckpointWeights w;
+  w.w1.resize(std::size_t(E) * 2 * I * H / 2);
+  w.s1.resize(std::size_t(E) * 2 * I * H / 32);
+  w.w2.resize(std::size_t(E) * H * I / 2);
+  w.s2.resize(std::size_t(E) * H * I / 32);
+  for (auto* v : {&w.w1, &w.w2})
+    for (auto& b : *v) b = std::uint8_t(byte(rng));
+  for (auto* v : {&w.s1, &w.s2})
+    for (auto& b : *v) b = std::uint8_t(code(rng));
+  w.b1.resize(std::size_t(E) * 2 * I);
+  w.b2.resize(std::size_t(E) * H);
+  for (auto* v : {&w.b1, &w.b2})
+    for (auto& b : *v) b = mx::bf16_bits(0.5 * normal(rng));
+  std::vector<float> x(std::size_t(B) * H);
+  for (float& v : x) v = static_cast<float>(mx::round_bf16(2.0 * normal(rng)));
+  reference::Routing r{B, {0, 3, 2, 1, 3, 2}, {0.7f, 0.3f, 0.5f, 0.5f, 0.9f, 0.1f}};
+
+  std::vector<double> want(std::size_t(B) * H, 0.0);
+  for (int t = 0; t < B; ++t)
+    for (int j = 0; j < K; ++j) {
+      const int e = r.ids[std::size_t(t) * K + j];
+      std::vector<double> act(I);
+      for (int i = 0; i < I; ++i) {
+        double g = bf16(w.b1[std::size_t(e) * 2 * I + 2 * i]), u = bf16(w.b1[std::size_t(e) * 2 * I + 2 * i + 1]);
+        for (int h = 0; h < H; ++h) {
+          g += weight(w.w1, w.s1, std::size_t(e) * 2 * I + 2 * i, h, H) * x[std::size_t(t) * H + h];
+          u += weight(w.w1, w.s1, std::size_t(e) * 2 * I + 2 * i + 1, h, H) * x[std::size_t(t) * H + h];
+        }
+        g = std::min(g, 7.0);
+        u = std::max(-7.0, std::min(u, 7.0));
+        act[i] = g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+      }
+      for (int h = 0; h < H; ++h) {
+        double o = bf16(w.b2[std::size_t(e) * H + h]);
+        for (int i = 0; i < I; ++i) o += weight(w.w2, w.s2, std::size_t(e) * H + h, i, I) * act[i];
+        want[std::size_t(t) * H + h] += double(r.weights[std::size_t(t) * K + j]) * o;
+      }
+    }
+
+  const std::vector<double> dense = reference::dense_reference(p, w, x, r, {0, 1, 2});
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::fabs(dense[i] - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  MESSAGE("gpt-oss dense reference vs the formula: max |diff| " << worst << " at max |y| " << scale);
+  CHECK(scale > 1.0);
+  CHECK(worst <= 1e-9 * scale);
+
+  // The quantized semantics (MXFP8 x, BF16 g'/u', MXFP8 act, BF16 slots) stay close to it.
+  const mx::MxMatrix xq = mx::quantize_mxfp8(x, B, H);
+  const std::vector<std::uint16_t> yq = reference::quantized_reference(p, w, xq.elements, xq.scales, r);
+  std::vector<double> got(yq.size());
+  for (std::size_t i = 0; i < yq.size(); ++i) got[i] = mx::bf16_value(yq[i]);
+  const reference::Agreement a = reference::compare(got, want);
+  MESSAGE("gpt-oss quantized reference vs the formula: cosine " << a.cosine);
+  CHECK(a.nan_or_inf == 0);
+  CHECK(a.cosine >= 0.99);
+
+  // And the layout matters: the same bytes read as gate/up halves give another block.
+  reference::MoeProblem halves = p;
+  halves.interleaved = false;
+  CHECK(reference::compare(reference::dense_reference(halves, w, x, r, {0, 1, 2}), want).cosine < 0.9);
 }
