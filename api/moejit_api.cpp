@@ -43,17 +43,7 @@ Config builtin_config(std::string_view model) {
 }
 
 Config config_from_json(std::string_view json) {
-  return api::guarded([&] {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(json);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error("config", fmt::format("the config is not valid JSON: {}", e.what()));
-    }
-    codegen::MoeConfig m = j.get<codegen::MoeConfig>();
-    codegen::validate(m);
-    return api::to_public(m);
-  });
+  return api::guarded([&] { return api::to_public(codegen::parse_moe_config(json)); });
 }
 
 Config config_from_file(const std::string& path) {

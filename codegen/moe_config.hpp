@@ -100,5 +100,9 @@ void from_json(const nlohmann::json& j, MoeConfig& c);
 // path (field() is still the bare key); unreadable or malformed JSON is a
 // std::runtime_error naming the path.
 MoeConfig load_moe_config(const std::string& path);
+// The same for JSON text from outside (an engine's dict): at most 1 MiB,
+// 16 levels, no repeated key, strict and validated. Throws ConfigError
+// (field "config" for text that is not such JSON).
+MoeConfig parse_moe_config(std::string_view text);
 
 }  // namespace moejit::codegen

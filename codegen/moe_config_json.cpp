@@ -154,6 +154,18 @@ std::string read_config_file(const std::string& path) {
 }
 }  // namespace
 
+MoeConfig parse_moe_config(std::string_view text) {
+  nlohmann::json j;
+  try {
+    j = cache::parse_json(text, {k_max_config_bytes, cache::k_max_json_depth});
+  } catch (const cache::JsonInputError& e) {
+    throw ConfigError("config", fmt::format("the config is not valid: {}", e.what()));
+  }
+  MoeConfig c = j.get<MoeConfig>();
+  validate(c);
+  return c;
+}
+
 MoeConfig load_moe_config(const std::string& path) {
   const std::string text = read_config_file(path);
   nlohmann::json j;

@@ -38,6 +38,10 @@ TEST_CASE("public API: configs, and each refusal names its field") {
   CHECK(field_of([] { moejit::config_from_json("{\"experts\": 8, \"top_k\": 2, \"hidden\": 512}"); }) ==
         "intermediate");
   CHECK(field_of([] { moejit::config_from_json("{\"experts\": 8,"); }) == "config");
+  // Text from outside gets a config file's bounds: depth, size, repeated keys.
+  CHECK(field_of([] { moejit::config_from_json(std::string(100000, '[') + std::string(100000, ']')); }) == "config");
+  CHECK(field_of([] { moejit::config_from_json("{\"experts\": 8, \"experts\": 16}"); }) == "config");
+  CHECK(field_of([] { moejit::config_from_json(std::string(2 << 20, ' ') + "{}"); }) == "config");
   CHECK(field_of([] { moejit::config_from_file("/nonexistent/moejit.json"); }) == "");
   moejit::Config bad = small_config();
   bad.top_k = 9;
