@@ -105,7 +105,9 @@ PrecompileReport precompile(const Config& config, const std::vector<int>& batche
     request.config = api::to_internal(config);
     runtime::validate_layer_config(*request.config);
     if (batches.empty()) throw Error("batches", "batches is empty: name at least one batch size");
-    request.batches = batches;
+    request.batches = batches;  // each size once: a long list with repeats plans each shape once
+    std::sort(request.batches.begin(), request.batches.end());
+    request.batches.erase(std::unique(request.batches.begin(), request.batches.end()), request.batches.end());
     if (targets.empty()) throw Error("targets", "targets is empty: name at least one, e.g. sm_90a");
     for (const std::string& name : targets) {
       const auto target = codegen::parse_target(name);

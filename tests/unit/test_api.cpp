@@ -91,7 +91,7 @@ TEST_CASE("public API: precompile builds every kernel a layer needs, with progre
   CHECK(calls == first.kernels);
   CHECK(last_total == first.kernels);
   CHECK(static_cast<int>(seen.size()) == first.kernels);
-  const moejit::PrecompileReport again = moejit::precompile(small_config(), {1, 2}, {"sm_90a"});
+  const moejit::PrecompileReport again = moejit::precompile(small_config(), {2, 1, 2, 1}, {"sm_90a"});
   CHECK(again.ok());
   CHECK(again.kernels == first.kernels);
   CHECK(again.cached == again.kernels);
