@@ -46,7 +46,7 @@ class MOEJIT_API Error : public std::runtime_error {
 };
 
 // The model half of a launch shape. The defaults are the library's; a JSON
-// config file holds the same keys (README, "Configuration").
+// config holds the same keys (to_json writes one; `moejit plan --help` shows them).
 struct Config {
   std::string name = "custom";
   int ranks = 1;         // R: expert-parallel ranks
