@@ -39,7 +39,11 @@ def random_checkpoint(config: Dict, seed: int, device: str = "cuda") -> Dict[str
 
 
 def bf16(v: torch.Tensor) -> torch.Tensor:
-    return v.to(torch.float32).to(torch.bfloat16).to(torch.float64)
+    """float64 rounded once to BF16's grid, to nearest even (a cast through float32 would round twice)."""
+    a = v.abs()
+    e = (torch.frexp(torch.where(a > 0, a, torch.ones_like(a)))[1] - 1).clamp(min=-126)
+    quantum = torch.exp2((e - 7).to(torch.float64))
+    return torch.where(a > 0, torch.round(v / quantum) * quantum, v)
 
 
 def reference_experts(config: Dict, w: Dict[str, torch.Tensor], x_q: torch.Tensor, x_scales: torch.Tensor,
