@@ -96,4 +96,25 @@ Plan to_public(const codegen::MoeLaunchPlan& p) {
   return out;
 }
 
+runtime::MoeForwardArgs to_internal(const ForwardArgs& a) {
+  runtime::MoeForwardArgs r;
+  r.x_q = a.x_q;
+  r.x_scales = a.x_scales;
+  r.x_bf16 = a.x_bf16;
+  r.topk_ids = a.topk_ids;
+  r.topk_weights = a.topk_weights;
+  r.y = a.y;
+  r.tokens = a.tokens;
+  r.workspace = a.workspace;
+  return r;
+}
+
+runtime::PackedWeightsDevice to_internal(const PackedWeightsDevice& p) {
+  return {p.w1, p.w2, p.top_scale_code, p.atom};
+}
+
+runtime::CheckpointWeightsHost to_internal(const CheckpointWeightsHost& w) {
+  return {w.w1, w.s1, w.w2, w.s2, w.w1_bytes, w.s1_bytes, w.w2_bytes, w.s2_bytes};
+}
+
 }  // namespace moejit::api

@@ -10,6 +10,7 @@
 #include "codegen/moe_launch_plan.hpp"
 #include "moejit/moejit.hpp"
 #include "runtime/moe_layer.hpp"
+#include "runtime/weight_packing.hpp"
 
 namespace moejit::api {
 
@@ -21,6 +22,10 @@ codegen::MoeCodegenOptions codegen_options(const LayerOptions& options);
 runtime::MoeLayerOptions layer_options(const LayerOptions& options);
 
 Plan to_public(const codegen::MoeLaunchPlan& plan);
+
+runtime::MoeForwardArgs to_internal(const ForwardArgs& args);
+runtime::PackedWeightsDevice to_internal(const PackedWeightsDevice& packed);
+runtime::CheckpointWeightsHost to_internal(const CheckpointWeightsHost& weights);
 
 // Runs `f`, turning the library's exceptions into moejit::Error: a refused
 // input keeps its field, anything else gets field "".

@@ -25,9 +25,7 @@ Layer::Layer(const Config& config, const CheckpointWeights& w, const LayerOption
 
 Layer::Layer(const Config& config, const PackedWeightsDevice& p, const LayerOptions& options) {
   impl_ = api::guarded([&] {
-    return std::make_unique<Impl>(api::to_internal(config),
-                                  runtime::PackedWeightsDevice{p.w1, p.w2, p.top_scale_code, p.atom},
-                                  api::layer_options(options));
+    return std::make_unique<Impl>(api::to_internal(config), api::to_internal(p), api::layer_options(options));
   });
 }
 
@@ -36,18 +34,7 @@ Layer::Layer(Layer&&) noexcept = default;
 Layer& Layer::operator=(Layer&&) noexcept = default;
 
 void Layer::forward(const ForwardArgs& a, void* stream) {
-  api::guarded([&] {
-    runtime::MoeForwardArgs args;
-    args.x_q = a.x_q;
-    args.x_scales = a.x_scales;
-    args.x_bf16 = a.x_bf16;
-    args.topk_ids = a.topk_ids;
-    args.topk_weights = a.topk_weights;
-    args.y = a.y;
-    args.tokens = a.tokens;
-    args.workspace = a.workspace;
-    live().layer.forward(args, static_cast<CUstream>(stream));
-  });
+  api::guarded([&] { live().layer.forward(api::to_internal(a), static_cast<CUstream>(stream)); });
 }
 
 Plan Layer::plan(int tokens) const {

@@ -87,8 +87,7 @@ PackedWeights pack_weights(const Config& config, const CheckpointWeightsHost& w,
     const codegen::AtomTraits* atom = codegen::find_atom(*t, path, internal.recipe);
     if (!atom)
       throw Error("path", fmt::format("path = {} is not available on {}", codegen::path_name(path), t->name()));
-    runtime::PackedWeightsHost p = runtime::pack_weights(
-        internal, *atom, {w.w1, w.s1, w.w2, w.s2, w.w1_bytes, w.s1_bytes, w.w2_bytes, w.s2_bytes});
+    runtime::PackedWeightsHost p = runtime::pack_weights(internal, *atom, api::to_internal(w));
     return PackedWeights{std::move(p.w1), std::move(p.w2), p.top_scale_code, std::move(p.atom)};
   });
 }

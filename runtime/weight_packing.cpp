@@ -11,9 +11,8 @@
 
 namespace moejit::runtime {
 
-std::vector<std::uint8_t> pack_projection(const std::vector<std::uint8_t>& payload,
-                                          const std::vector<std::uint8_t>& scales, int experts, int rows, int k,
-                                          bool interleave, int layout) {
+std::vector<std::uint8_t> pack_projection(std::span<const std::uint8_t> payload, std::span<const std::uint8_t> scales,
+                                          int experts, int rows, int k, bool interleave, int layout) {
   if (rows % 128 != 0 || k % 128 != 0)
     throw std::invalid_argument("pack_projection: rows and K must be multiples of 128 (step blobs pair 64-row tiles)");
   std::vector<std::uint8_t> out(std::size_t(experts) * (rows / 64) * (k / 128) * contract::kWeightStepBytes, 0);
@@ -71,8 +70,8 @@ PackedWeightsHost pack_weights(const codegen::MoeConfig& config, const codegen::
       if (!ptr || given != want)
         throw codegen::ConfigError(name, fmt::format("{}: {} bytes are invalid: must be {} ([{}][{}][{}] uint8)", name,
                                                      ptr ? given : 0, want, e, p.rows, shape));
-    const std::vector<std::uint8_t> payload(p.payload, p.payload + payload_bytes),
-        scales(p.scales, p.scales + scale_bytes);
+    // Read in place: a checkpoint's projection can be gigabytes.
+    const std::span<const std::uint8_t> payload(p.payload, payload_bytes), scales(p.scales, scale_bytes);
     const int top = *std::max_element(scales.begin(), scales.end());
     if (top > atom.max_weight_scale_code)
       throw codegen::ConfigError(

@@ -8,6 +8,7 @@
 // ever holding the checkpoint and the packed copy on the GPU together.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,8 @@ namespace moejit::runtime {
 
 // rows = N (2I for W1 with `interleave`, H for W2), k = K; `layout` is a
 // contract::WeightLayout.
-std::vector<std::uint8_t> pack_projection(const std::vector<std::uint8_t>& payload,
-                                          const std::vector<std::uint8_t>& scales, int experts, int rows, int k,
-                                          bool interleave, int layout);
+std::vector<std::uint8_t> pack_projection(std::span<const std::uint8_t> payload, std::span<const std::uint8_t> scales,
+                                          int experts, int rows, int k, bool interleave, int layout);
 
 // A layer's packed weights, as the layer built from a checkpoint holds them.
 struct PackedWeightsHost {

@@ -74,20 +74,11 @@ class MoeLayer:
     """
 
     def __init__(self, config: ConfigLike, w1: Any, s1: Any, w2: Any, s2: Any, **options: Any) -> None:
-        self._config_json = config_json(config)
-        self.config: Dict[str, Any] = json.loads(self._config_json)
-        device = options.get("device")
-        if device is None:
-            info = describe(w1, "w1")
-            device = info.index if info.device == "cuda" and info.index >= 0 else 0
-        options["device"] = int(device)
-        self.device = int(device)
-        self.input_bf16 = bool(options.get("input_bf16", False))
+        self._setup(config, w1, options)
         shapes = weight_shapes(self.config)
         ptrs = pointers([(name, t, shapes[name], _U8) for name, t in (("w1", w1), ("s1", s1), ("w2", w2),
                                                                        ("s2", s2))], self.device)
         self._layer = _moejit.Layer(self._config_json, ptrs["w1"], ptrs["s1"], ptrs["w2"], ptrs["s2"], options)
-        self._handle: Optional[int] = None
 
     @classmethod
     def from_packed(cls, config: ConfigLike, packed: Dict[str, Any], w1: Any, w2: Any, **options: Any) -> "MoeLayer":
@@ -95,21 +86,24 @@ class MoeLayer:
         ``w1``, ``w2`` are uint8 CUDA tensors holding ``packed["w1"]``, ``packed["w2"]``.
         The layer reads them in place (keep them alive) and holds no second copy."""
         self = cls.__new__(cls)
+        self._setup(config, w1, options)
+        ptrs = pointers([("w1", w1, (len(packed["w1"]),), _U8), ("w2", w2, (len(packed["w2"]),), _U8)], self.device)
+        self._layer = _moejit.Layer.from_packed(self._config_json, ptrs["w1"], ptrs["w2"],
+                                                int(packed["top_scale_code"]), str(packed["atom"]), options)
+        self._packed = (w1, w2)  # the layer reads them: keep them alive with it
+        return self
+
+    def _setup(self, config: ConfigLike, w1: Any, options: Dict[str, Any]) -> None:
+        """The config, and the device: options["device"], else w1's (set into options for the C++ layer)."""
         self._config_json = config_json(config)
-        self.config = json.loads(self._config_json)
+        self.config: Dict[str, Any] = json.loads(self._config_json)
         device = options.get("device")
         if device is None:
             info = describe(w1, "w1")
             device = info.index if info.device == "cuda" and info.index >= 0 else 0
-        options["device"] = int(device)
-        self.device = int(device)
+        options["device"] = self.device = int(device)
         self.input_bf16 = bool(options.get("input_bf16", False))
-        ptrs = pointers([("w1", w1, (len(packed["w1"]),), _U8), ("w2", w2, (len(packed["w2"]),), _U8)], self.device)
-        self._layer = _moejit.Layer.from_packed(self._config_json, ptrs["w1"], ptrs["w2"],
-                                                int(packed["top_scale_code"]), str(packed["atom"]), options)
-        self._handle = None
-        self._packed = (w1, w2)  # the layer reads them: keep them alive with it
-        return self
+        self._handle: Optional[int] = None
 
     @property
     def workspace_bytes(self) -> int:
