@@ -87,6 +87,28 @@ class OnTheGpu(unittest.TestCase):
             for a, b in zip(own, shared):
                 self.assertTrue(torch.equal(a, b))
 
+    def test_a_freed_layers_handle_names_no_layer(self):
+        from moejit import torch_ops
+        layer = self.moejit.MoeLayer(self.config, **self.ex.random_checkpoint(self.config, 31))
+        handle = torch_ops.register(layer)
+        del layer  # the registry holds it weakly: its owner decides its life
+        h = self.hidden(2, 1)
+        from moejit.mx import quantize_mxfp8
+        x_q, x_s = quantize_mxfp8(h)
+        ids = torch.zeros(2, self.config["top_k"], dtype=torch.int32, device="cuda")
+        w = torch.ones(2, self.config["top_k"], dtype=torch.float32, device="cuda")
+        with self.assertRaisesRegex(ValueError, f"handle {handle} names no live layer"):
+            torch.ops.moejit.moe(handle, x_q, x_s, ids, w)
+
+    def test_the_example_exits_clean(self):
+        # nanobind reports native objects still alive at interpreter exit: none may be.
+        import subprocess
+        r = subprocess.run([sys.executable, os.path.join(_EXAMPLES, "torch_moe_block.py"), "--batch", "4"],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("cosine", r.stdout)
+        self.assertNotIn("leaked", r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
