@@ -2,9 +2,28 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <utility>
 
 namespace moejit::runtime {
+
+namespace {
+std::atomic<std::size_t> g_live{0}, g_peak{0};
+
+void count_alloc(std::size_t bytes) {
+  const std::size_t live = g_live.fetch_add(bytes) + bytes;
+  std::size_t peak = g_peak.load();
+  while (live > peak && !g_peak.compare_exchange_weak(peak, live)) {
+  }
+}
+}  // namespace
+
+DeviceMemoryStats device_memory_stats() {
+  return {g_live.load(), g_peak.load()};
+}
+void reset_device_memory_peak() {
+  g_peak.store(g_live.load());
+}
 
 std::string DeviceInfo::target_name() const {
   const int cc = cc_major * 10 + cc_minor;
@@ -62,11 +81,17 @@ ScopedContext::~ScopedContext() {
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  if (bytes) MOEJIT_CU(cuMemAlloc, &ptr_, bytes);
+  if (bytes) {
+    MOEJIT_CU(cuMemAlloc, &ptr_, bytes);
+    count_alloc(bytes);
+  }
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) driver().cuMemFree(ptr_);
+  if (ptr_) {
+    driver().cuMemFree(ptr_);
+    g_live -= bytes_;
+  }
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
@@ -74,7 +99,10 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) driver().cuMemFree(ptr_);
+    if (ptr_) {
+      driver().cuMemFree(ptr_);
+      g_live -= bytes_;
+    }
     ptr_ = std::exchange(o.ptr_, 0);
     bytes_ = std::exchange(o.bytes_, 0);
   }

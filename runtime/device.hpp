@@ -45,6 +45,16 @@ class ScopedContext {
   CUcontext ctx_ = nullptr;
 };
 
+// What moejit's own device allocations (every DeviceBuffer) hold now, and the
+// most they held at once since the last reset: the peak a layer's
+// construction adds is measurable without a driver-side profiler.
+struct DeviceMemoryStats {
+  std::size_t live = 0;
+  std::size_t peak = 0;
+};
+DeviceMemoryStats device_memory_stats();
+void reset_device_memory_peak();  // peak := live
+
 // Owning device allocation.
 class DeviceBuffer {
  public:

@@ -271,7 +271,24 @@ TEST_CASE("a layer over weights packed on the host gives the bytes of a layer th
   for (const codegen::ComputePath path : {codegen::ComputePath::exact, codegen::ComputePath::fast}) {
     runtime::MoeLayerOptions options;
     options.codegen.path = path;
+    // From the checkpoint: the layer's own allocations peak at its packed copy and a status word
+    // (no second copy while packing); the driver's view (modules, stream) stays within 32 MiB more.
+    const std::size_t checkpoint = w.w1.bytes() + w.s1.bytes() + w.w2.bytes() + w.s2.bytes();
+    std::size_t free0 = 0, free1 = 0, total0 = 0;
+    MOEJIT_CU(cuCtxSynchronize);
+    MOEJIT_CU(cuMemGetInfo, &free0, &total0);
+    runtime::reset_device_memory_peak();
+    const runtime::DeviceMemoryStats before = runtime::device_memory_stats();
     runtime::MoeLayer own(config, w.device(), options);
+    const std::size_t peak = runtime::device_memory_stats().peak - before.live;
+    MOEJIT_CU(cuCtxSynchronize);
+    MOEJIT_CU(cuMemGetInfo, &free1, &total0);
+    MESSAGE(codegen::path_name(path), ": constructing from a ", checkpoint,
+            " B checkpoint: moejit's allocations peaked at ", peak, " B; the driver's free memory fell by ",
+            std::int64_t(free0) - std::int64_t(free1), " B");
+    CHECK(peak >= w.w1.bytes() + w.w2.bytes());  // the packed copy was counted
+    CHECK(peak <= checkpoint + 4096);
+    CHECK(std::int64_t(free0) - std::int64_t(free1) <= std::int64_t(checkpoint + (std::size_t(32) << 20)));
     const runtime::PackedWeightsHost host =
         runtime::pack_weights(config, own.atom(),
                               {w.host.w1.data(), w.host.s1.data(), w.host.w2.data(), w.host.s2.data(), w.host.w1.size(),
