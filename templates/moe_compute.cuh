@@ -139,14 +139,21 @@ struct ComputeRole {
 
   // The activation warp's copies of one token tile, fixed while the walker
   // stays on it: per pass q, this lane's 16-byte chunk c of column
-  // n = q * kColsPerPass + lane / kChunks (its source at K128 step 0, or null
-  // past the tile's rows), and the scale-record source of columns lane and
-  // lane + 32. Derived once per tile, so a stage costs one cp.async per pass.
+  // n = q * kColsPerPass + lane / kChunks (its source at K128 step 0; bit q of
+  // `live` says whether column n is one of the tile's rows), and the
+  // scale-record source of columns lane and lane + 32. Derived once per tile,
+  // and the chunk's place in a stage once per kernel (dst_offsets), so a pass
+  // is one address add and one branch-free cp.async: with the place and a
+  // branch derived per pass, this warp's dependent chains made it the
+  // bottleneck of the exact path at B = 256 (ncu: consumers waited on full_x
+  // a quarter of their time).
   static constexpr int kColsPerPass = 32 / kChunks;
   static constexpr int kPasses = (kTileN + kColsPerPass - 1) / kColsPerPass;
   static constexpr int kColGroups = (kTileN + 31) / 32;
+  static_assert(kPasses * kColsPerPass == kTileN, "a pass's zero-filled columns stay inside the tile");
   struct TileCopies {
     const u8* src[kPasses];
+    u32 live;
     const u32* scale_src[kColGroups];
     int route[kColGroups];  // the routes of columns lane and lane + 32, -1 where none
   };
@@ -160,8 +167,12 @@ struct ComputeRole {
       const int n = q * kColsPerPass + lane / kChunks;
       // Every lane offers both of its routes; the reader picks the one of column n.
       const int r0 = __shfl_sync(0xFFFFFFFFu, route0, n % 32), r1 = __shfl_sync(0xFFFFFFFFu, route1, n % 32);
-      tc.src[q] = n < sg.rows ? row_source(p, ws, sg.phase, n < 32 ? r0 : r1) + (lane % kChunks) * 16 : nullptr;
+      // Past the rows: any readable address (a zero-byte copy reads nothing).
+      tc.src[q] = n < sg.rows ? row_source(p, ws, sg.phase, n < 32 ? r0 : r1) + (lane % kChunks) * 16 : p.x_rows;
     }
+    tc.live = 0;
+#pragma unroll
+    for (int q = 0; q < kPasses; ++q) tc.live |= u32(q * kColsPerPass + lane / kChunks < sg.rows) << q;
 #pragma unroll
     for (int h = 0; h < kColGroups; ++h) {
       const int n = lane + 32 * h, r = h ? route1 : route0;
@@ -183,6 +194,10 @@ struct ComputeRole {
     TileCopies tc;
     int ready_a = -1;
     u32 ready_mask = 0;  // GEMM2: the K128 blocks of active expert ready_a known to be handed off (I/128 <= 32)
+    u32 dst_offsets[kPasses];
+#pragma unroll
+    for (int q = 0; q < kPasses; ++q)
+      dst_offsets[q] = Atom::x_chunk_offset(q * kColsPerPass + lane / kChunks, lane % kChunks);
     while (walker.next(sg)) {
       if (sg.phase != cached_phase || sg.a != cached_a || sg.j != cached_j) {
         tile_copies(tc, p, ws, sg);
@@ -201,13 +216,11 @@ struct ComputeRole {
         }
         const int s = cur.stage;
         mbar_wait(&ring.empty[s], cur.phase ^ 1u);
-        u8* tile = ring.x_tile(s);
+        const u32 tile = smem_addr(ring.x_tile(s));
 #pragma unroll
         for (int q = 0; q < kPasses; ++q) {
           if (q * kColsPerPass >= sg.rows) break;  // warp-uniform: small B stages a row or two
-          if (tc.src[q])
-            cp_async_16(tile + Atom::x_chunk_offset(q * kColsPerPass + lane / kChunks, lane % kChunks),
-                        tc.src[q] + k * kChunkBytes);
+          cp_async_16_zfill(tile + dst_offsets[q], tc.src[q] + k * kChunkBytes, (tc.live >> q & 1u) * 16u);
         }
 #pragma unroll
         for (int h = 0; h < kColGroups; ++h) {
