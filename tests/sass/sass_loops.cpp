@@ -28,6 +28,27 @@ bool starts_with_any(std::string_view op, std::initializer_list<std::string_view
 
 }  // namespace
 
+std::vector<std::string> instructions(std::string_view sass) {
+  static const std::regex instr_re(R"(^\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;)");
+  std::vector<std::string> out;
+  std::istringstream in{std::string(sass)};
+  for (std::string raw; std::getline(in, raw);) {
+    std::smatch m;
+    if (std::regex_search(raw, m, instr_re)) out.push_back(m[1]);
+  }
+  return out;
+}
+
+std::vector<std::vector<std::size_t>> copy_runs(const std::vector<std::string>& instructions, std::size_t max_gap) {
+  std::vector<std::vector<std::size_t>> runs;
+  for (std::size_t i = 0; i < instructions.size(); ++i) {
+    if (instructions[i].find("LDGSTS.E.BYPASS.128") == std::string::npos) continue;
+    if (runs.empty() || i - runs.back().back() > max_gap) runs.emplace_back();
+    runs.back().push_back(i);
+  }
+  return runs;
+}
+
 std::vector<LoopMix> mma_loops(std::string_view sass) {
   static const std::regex instr_re(R"(^\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;)");
   static const std::regex label_re(R"(^\s*(\.L_x_\d+):)");

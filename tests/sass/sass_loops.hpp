@@ -23,6 +23,14 @@ struct LoopMix {
 // Every MMA loop of `sass`, in address order.
 std::vector<LoopMix> mma_loops(std::string_view sass);
 
+// Every instruction of `sass` in address order, its predicate kept ("@!P0 BRA `(.L_x_5)").
+std::vector<std::string> instructions(std::string_view sass);
+
+// The runs of the activation producer's 16-byte copies (LDGSTS.E.BYPASS.128)
+// that are one unrolled pass sequence: copies no more than `max_gap`
+// instructions apart. Each run is the indices of its copies in `instructions`.
+std::vector<std::vector<std::size_t>> copy_runs(const std::vector<std::string>& instructions, std::size_t max_gap);
+
 // The nvdisasm to use: $MOEJIT_NVDISASM, the copy tools/dev.sh installs under
 // .cache/nvdisasm, the CUDA toolkit's, or PATH's; empty when there is none.
 std::string find_nvdisasm(const std::string& source_dir);

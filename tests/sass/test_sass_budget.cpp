@@ -1,9 +1,10 @@
-// The fast path's instruction budget, pinned in CI: the SASS of the compute
-// role's K-loop (nvdisasm of the cubin that launches) may issue no more than
-// a stated number of instructions, and of integer-pipe instructions, per 8
-// weights.
+// The compute role's instruction budgets, pinned in CI on the SASS of the
+// cubin that launches (nvdisasm): the fast path's K-loop may issue no more
+// than a stated number of instructions, and of integer-pipe instructions, per
+// 8 weights; the exact path's activation producer no more than a stated
+// number per 16-byte copy pass.
 //
-// Why these numbers: at the HBM floor an H200 SM must consume 41 weights per
+// Why the K-loop numbers: at the HBM floor an H200 SM must consume 41 weights per
 // clock (4.8 TB/s, 2 weights a byte, 132 SMs, 1.76 GHz). Its four schedulers
 // issue 4 warp instructions a clock, so a loop that reaches the floor issues
 // at most 4 * 32 * 8 / 41 = 25 instructions per 8 weights, and the integer
@@ -94,6 +95,37 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
     }
     CHECK(found >= 1);
   }
+}
+
+TEST_CASE("the exact path's activation producer stages a 16-byte chunk in a few instructions") {
+  // At GLM5.2 B = 256 one producer warp stages 16 BF16 rows (8 passes of one
+  // 16-byte cp.async a lane) per K128 step for four consumer warps. When each
+  // pass re-read SR_TID.X and rebuilt the chunk's address (23 instructions a
+  // pass, a dependent chain), the consumers waited on it a quarter of their
+  // time (ncu, bench/results/2026-12-01-h200-activation-producer.md). Now a
+  // pass is an address add, the descriptor moves and the copy: 9-12.
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  codegen::MoeCodegenOptions exact;
+  exact.path = codegen::ComputePath::exact;
+  const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, 256, h200, exact);
+  REQUIRE(plan.tile_n == 16);
+  const jit::BuildArtifacts built = jit::build_kernel(codegen::moe_compute_spec(glm, plan));
+  const std::vector<std::string> ins = sass::instructions(sass::disassemble(g_nvdisasm, built.cubin));
+  constexpr std::size_t kMaxGap = 40;  // a pass sequence's copies are closer than this; separate sequences are not
+  const std::vector<std::vector<std::size_t>> runs = sass::copy_runs(ins, kMaxGap);
+  // tile_n 16 rows x 256 bytes per K128 = 256 chunks = 8 passes of 32 lanes.
+  const std::vector<std::size_t>* passes = nullptr;
+  for (const auto& run : runs)
+    if (run.size() >= 8) passes = &run;
+  REQUIRE_MESSAGE(passes != nullptr, "no run of 8 copies (found ", runs.size(), " runs)");
+  const double per_pass = double(passes->back() - passes->front()) / double(passes->size() - 1);
+  int s2r = 0;
+  for (std::size_t i = passes->front(); i <= passes->back(); ++i) s2r += ins[i].find("S2R ") != std::string::npos;
+  MESSAGE(fmt::format("{} copies, {:.1f} instructions a pass, {} S2R between them (budget 13, 0)", passes->size(),
+                      per_pass, s2r));
+  CHECK(per_pass <= 13.0);
+  CHECK(s2r == 0);
 }
 
 int main(int argc, char** argv) {
