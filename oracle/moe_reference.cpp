@@ -68,16 +68,16 @@ void parallel_for(int n, int threads, Fn fn) {
     });
   for (auto& th : pool) th.join();
 }
-}  // namespace
 
-std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const CheckpointWeights& w,
-                                               const std::vector<std::uint8_t>& x_q,
-                                               const std::vector<std::uint8_t>& x_scales, const Routing& routing,
-                                               int threads) {
+// How the intermediate a reaches GEMM2: the w4a8 recipe's MXFP8 (kept as the
+// BF16 image the kernels hand off), or the w4a16 recipe's BF16.
+enum class Intermediate { mxfp8, bf16 };
+
+// The layer on activations x [B][H] already in the recipe's values.
+std::vector<std::uint16_t> layer_reference(const MoeProblem& p, const CheckpointWeights& w,
+                                           const std::vector<double>& x, Intermediate intermediate,
+                                           const Routing& routing, int threads) {
   const int E = p.experts, K = p.top_k, H = p.hidden, I = p.intermediate, B = routing.tokens;
-  // Activations as doubles, once per token.
-  std::vector<double> x(size_t(B) * H);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = mx::e4m3_value(x_q[i]) * mx::ue8m0_value(x_scales[i / 32]);
 
   std::vector<std::vector<int>> routes(E);  // route index t*k+j per expert
   for (int r = 0; r < B * K; ++r)
@@ -113,8 +113,12 @@ std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const Checkp
       }
     }
   });
-  // MXFP8 requantization along I, kept as the BF16 image the kernels hand off.
+  // MXFP8 requantization along I, kept as the BF16 image the kernels hand off; or BF16.
   for (int e : active) {
+    if (intermediate == Intermediate::bf16) {
+      for (double& v : act[e]) v = mx::round_bf16(v);
+      continue;
+    }
     for (size_t q = 0; q < routes[e].size(); ++q) {
       for (int b = 0; b < I / 32; ++b) {
         double* block = act[e].data() + q * I + 32 * b;
@@ -154,6 +158,24 @@ std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const Checkp
     }
   }
   return y;
+}
+}  // namespace
+
+std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const CheckpointWeights& w,
+                                               const std::vector<std::uint8_t>& x_q,
+                                               const std::vector<std::uint8_t>& x_scales, const Routing& routing,
+                                               int threads) {
+  std::vector<double> x(size_t(routing.tokens) * p.hidden);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = mx::e4m3_value(x_q[i]) * mx::ue8m0_value(x_scales[i / 32]);
+  return layer_reference(p, w, x, Intermediate::mxfp8, routing, threads);
+}
+
+std::vector<std::uint16_t> quantized_reference_w4a16(const MoeProblem& p, const CheckpointWeights& w,
+                                                     const std::vector<std::uint16_t>& x_bf16, const Routing& routing,
+                                                     int threads) {
+  std::vector<double> x(size_t(routing.tokens) * p.hidden);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = mx::bf16_value(x_bf16[i]);
+  return layer_reference(p, w, x, Intermediate::bf16, routing, threads);
 }
 
 std::vector<double> dense_reference(const MoeProblem& p, const CheckpointWeights& w, const std::vector<float>& x,

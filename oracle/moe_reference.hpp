@@ -9,6 +9,9 @@
 //   a_q    = MXFP8(a) per 32 along I (OCP rule), then its BF16 image
 //   slot   = BF16(W2(e) . a_q + w_tj * b2)         (so y = sum_j w_tj (W2 act + b2))
 //   y_t    = BF16(sum_j slot_j, in FP32, j = 0..k-1); NaN if a route id is outside [0, E)
+// quantized_reference_w4a16: the W4A16 recipe (BF16 activations straight into
+// GEMM1, as Hopper engines run MXFP4 models): x is BF16 and the intermediate
+// is a_q = BF16(a) instead of its MXFP8 requantization; the rest as above.
 // dense_reference: the same layer on unquantized FP32 weights and activations.
 
 #include <cstdint>
@@ -57,6 +60,11 @@ std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const Checkp
 // accumulation. Only the tokens listed are computed. Returns [tokens.size()][H].
 std::vector<double> dense_reference(const MoeProblem& p, const CheckpointWeights& w, const std::vector<float>& x,
                                     const Routing& routing, const std::vector<int>& tokens, int threads = 0);
+
+// x: BF16 bits [B][H] (the W4A16 recipe). Returns BF16 bits [B][H].
+std::vector<std::uint16_t> quantized_reference_w4a16(const MoeProblem& p, const CheckpointWeights& w,
+                                                     const std::vector<std::uint16_t>& x_bf16, const Routing& routing,
+                                                     int threads = 0);
 
 // Dequantizes checkpoint weights of one projection to FP32 ([E][rows][cols]).
 std::vector<float> dequantize_mxfp4(const std::vector<std::uint8_t>& payload, const std::vector<std::uint8_t>& scales,

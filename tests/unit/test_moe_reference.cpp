@@ -163,3 +163,88 @@ TEST_CASE("gpt-oss block: the dense reference is the published formula; the quan
   halves.interleaved = false;
   CHECK(reference::compare(reference::dense_reference(halves, w, x, r, {0, 1, 2}), want).cosine < 0.9);
 }
+
+// The W4A16 recipe (issue 14), from its definition and written apart from the
+// reference: BF16 x straight into GEMM1, g' and u' rounded to BF16, the
+// route-weighted activation rounded to BF16 (no MXFP8 anywhere), BF16 slot
+// rows, their FP32 sum in slot order rounded to BF16. Bit for bit.
+namespace {
+double round_bf16_rne(double v) {  // one rounding from double: 8 significant bits, ties to even
+  if (v == 0 || !std::isfinite(v)) return v;
+  int e = 0;
+  const double m = std::frexp(v, &e);  // |m| in [0.5, 1)
+  return std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8);
+}
+}  // namespace
+
+TEST_CASE("W4A16 recipe: the reference is its definition, bit for bit, and differs from W4A8") {
+  reference::MoeProblem p{4, 2, 128, 64, 10.0f};
+  const int E = p.experts, H = p.hidden, I = p.intermediate, K = p.top_k, B = 3;
+  std::mt19937 rng(20261202);
+  std::uniform_int_distribution<int> byte(0, 255), code(118, 124);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  reference::CheckpointWeights w;
+  w.w1.resize(std::size_t(E) * 2 * I * H / 2);
+  w.s1.resize(std::size_t(E) * 2 * I * H / 32);
+  w.w2.resize(std::size_t(E) * H * I / 2);
+  w.s2.resize(std::size_t(E) * H * I / 32);
+  for (auto* v : {&w.w1, &w.w2})
+    for (auto& b : *v) b = std::uint8_t(byte(rng));
+  for (auto* v : {&w.s1, &w.s2})
+    for (auto& b : *v) b = std::uint8_t(code(rng));
+  w.b1.resize(std::size_t(E) * 2 * I);
+  w.b2.resize(std::size_t(E) * H);
+  for (auto* v : {&w.b1, &w.b2})
+    for (auto& b : *v) b = mx::bf16_bits(0.25 * normal(rng));
+  // Activations over 12 octaves, so BF16 keeps what MXFP8 would round away.
+  std::vector<std::uint16_t> x(std::size_t(B) * H);
+  std::vector<float> xf(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = mx::bf16_bits(normal(rng) * std::ldexp(1.0, int(i % 12) - 6));
+    xf[i] = static_cast<float>(bf16(x[i]));
+  }
+  reference::Routing r{B, {0, 3, 2, 1, 3, 3}, {0.7f, 0.3f, 0.5f, 0.5f, 0.9f, 0.1f}};
+
+  const double c = round_bf16_rne(10.0);
+  std::vector<std::uint16_t> want(std::size_t(B) * H);
+  for (int t = 0; t < B; ++t) {
+    std::vector<float> sum(H, 0.0f);
+    for (int j = 0; j < K; ++j) {
+      const int e = r.ids[std::size_t(t) * K + j];
+      const double wt = r.weights[std::size_t(t) * K + j];
+      std::vector<double> a(I);
+      for (int i = 0; i < I; ++i) {
+        const std::size_t gate_row = std::size_t(e) * 2 * I + i, up_row = gate_row + I;  // gate/up halves
+        double g = 0, u = 0;
+        for (int h = 0; h < H; ++h) {
+          g += weight(w.w1, w.s1, gate_row, h, H) * bf16(x[std::size_t(t) * H + h]);
+          u += weight(w.w1, w.s1, up_row, h, H) * bf16(x[std::size_t(t) * H + h]);
+        }
+        g += bf16(w.b1[gate_row]);
+        u += bf16(w.b1[up_row]);
+        const double gc = round_bf16_rne(std::min(g, c)), uc = round_bf16_rne(std::max(-c, std::min(u, c)));
+        a[i] = round_bf16_rne(wt * (gc / (1.0 + std::exp(-gc)) * uc));
+      }
+      for (int h = 0; h < H; ++h) {
+        double o = 0;
+        for (int i = 0; i < I; ++i) o += weight(w.w2, w.s2, std::size_t(e) * H + h, i, I) * a[i];
+        sum[h] += static_cast<float>(round_bf16_rne(o + wt * bf16(w.b2[std::size_t(e) * H + h])));
+      }
+    }
+    for (int h = 0; h < H; ++h) want[std::size_t(t) * H + h] = mx::bf16_bits(round_bf16_rne(sum[h]));
+  }
+
+  const std::vector<std::uint16_t> got = reference::quantized_reference_w4a16(p, w, x, r);
+  int differ = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) differ += got[i] != want[i];
+  MESSAGE("W4A16 reference vs its definition: " << differ << " of " << want.size() << " outputs differ");
+  CHECK(differ == 0);
+
+  // The recipe is not W4A8 under another name: MXFP8 on x and on the intermediate moves the outputs.
+  const mx::MxMatrix xq = mx::quantize_mxfp8(xf, B, H);
+  const std::vector<std::uint16_t> w4a8 = reference::quantized_reference(p, w, xq.elements, xq.scales, r);
+  int moved = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) moved += w4a8[i] != want[i];
+  MESSAGE("W4A8 on the MXFP8 of the same x: " << moved << " of " << want.size() << " outputs differ");
+  CHECK(moved > int(want.size()) / 4);
+}
