@@ -47,6 +47,11 @@ std::string KernelSpec::summary() const {
   std::string extra = fmt::format(" threads={} min_blocks={}", threads, min_blocks_per_sm);
   if (target_blocks_per_sm) extra += fmt::format(" target_blocks={}", target_blocks_per_sm);
   if (max_registers) extra += fmt::format(" maxnreg={}", max_registers);
+  // A kernel that one of several device functions implements (the compute role's atoms) names it.
+  if (!device_function.empty() && device_function != "moejit::" + kernel) {
+    const std::size_t colon = device_function.rfind("::");
+    extra += fmt::format(" fn={}", colon == std::string::npos ? device_function : device_function.substr(colon + 2));
+  }
   return fmt::format("{}<{}>{} @ {}", kernel, args, extra, target.name());
 }
 

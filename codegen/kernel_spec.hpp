@@ -82,7 +82,8 @@ struct KernelSpec {
   std::string ptx_formal_name(size_t index) const;
   std::int64_t constant(std::string_view name) const;  // throws if absent
   // Every field that decides the bytes, in one line:
-  // "moe_compute<kExperts=256,...> threads=192 min_blocks=2 maxnreg=168 @ sm_90a".
+  // "moe_compute<kExperts=256,...> threads=192 min_blocks=2 maxnreg=168 fn=moe_compute_sm90_fp8 @ sm_90a"
+  // (fn: the device function, where it is not moejit::<kernel>).
   std::string summary() const;
 
   friend bool operator==(const KernelSpec&, const KernelSpec&) = default;
