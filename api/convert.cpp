@@ -17,7 +17,7 @@ codegen::MoeConfig to_internal(const Config& c) {
   m.hidden = c.hidden;
   m.intermediate = c.intermediate;
   const auto recipe = codegen::parse_recipe(c.recipe);
-  if (!recipe) throw Error("recipe", fmt::format("recipe = '{}' is invalid: must be w4a8-mx", c.recipe));
+  if (!recipe) throw Error("recipe", fmt::format("recipe = '{}' is invalid: must be w4a8-mx or w4a16", c.recipe));
   m.recipe = *recipe;
   m.swiglu_clamp = c.swiglu_clamp;
   if (c.shared_expert_k_group) m.shared_expert = codegen::SharedExpert{*c.shared_expert_k_group};

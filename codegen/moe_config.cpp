@@ -47,12 +47,14 @@ constexpr BuiltinModel k_models[] = {
 std::string_view recipe_name(Recipe r) {
   switch (r) {
     case Recipe::w4a8_mx: return "w4a8-mx";
+    case Recipe::w4a16: return "w4a16";
   }
   return "?";
 }
 
 std::optional<Recipe> parse_recipe(std::string_view text) {
   if (text == "w4a8-mx") return Recipe::w4a8_mx;
+  if (text == "w4a16") return Recipe::w4a16;
   return std::nullopt;
 }
 

@@ -16,12 +16,12 @@
 
 namespace moejit::codegen {
 
-// The arithmetic recipe of the routed experts. Only one exists today; the enum
-// is what a second one (e.g. W8A8 with per-token int8) would extend.
+// The arithmetic recipe of the routed experts (docs/numerics.md).
 enum class Recipe {
-  w4a8_mx,  // E4M3 activations x MXFP4 weights, UE8M0 scales per 32 along K
+  w4a8_mx,  // MXFP8 activations x MXFP4 weights (UE8M0 scales per 32 along K), MXFP8 intermediate
+  w4a16,    // BF16 activations x MXFP4 weights, BF16 intermediate (how Hopper engines run MXFP4 models)
 };
-std::string_view recipe_name(Recipe r);  // "w4a8-mx"
+std::string_view recipe_name(Recipe r);  // "w4a8-mx", "w4a16"
 std::optional<Recipe> parse_recipe(std::string_view text);
 
 // One shared expert fused into the compute role (paper §4.7): FP8 weights with

@@ -89,8 +89,9 @@ void from_json(const nlohmann::json& j, MoeConfig& c) {
     if (!v.is_string()) type_error("recipe", "a string", v);
     auto recipe = parse_recipe(v.get<std::string>());
     if (!recipe)
-      throw ConfigError("recipe", fmt::format("recipe = {} is invalid: must be \"{}\"", cache::json_excerpt(v),
-                                              recipe_name(Recipe::w4a8_mx)));
+      throw ConfigError("recipe",
+                        fmt::format("recipe = {} is invalid: must be \"{}\" or \"{}\"", cache::json_excerpt(v),
+                                    recipe_name(Recipe::w4a8_mx), recipe_name(Recipe::w4a16)));
     out.recipe = *recipe;
   }
   if (j.contains("swiglu_clamp")) {

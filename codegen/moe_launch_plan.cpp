@@ -74,6 +74,10 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   if (!atom)
     throw PlanError(fmt::format("{} ({}) has no {} compute path for recipe {}", device.name, device.target.name(),
                                 path_name(path), recipe_name(config.recipe)));
+  if (config.recipe == Recipe::w4a16 && !options.input_bf16)
+    throw ConfigError("input_bf16",
+                      "input_bf16 = false is invalid for recipe w4a16: its activations arrive as BF16 "
+                      "(set input_bf16, --input-bf16)");
   p.atom = atom->name;
   p.contract_path = atom->contract_path;
   note(fmt::format("atom {}: {} path on {}{}", atom->name, path_name(path), device.target.name(),
@@ -141,7 +145,9 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
 
   // Dispatch: only when the compute role cannot read the caller's x as it is.
   const bool image = !contract::path_fp8_rows(p.contract_path);
-  if (options.input_bf16 || image) {
+  if (config.recipe == Recipe::w4a16) {
+    note("dispatch: not launched (W4A16: the compute role reads the caller's BF16 x and routes by itself)");
+  } else if (options.input_bf16 || image) {
     const std::int64_t work = std::int64_t{batch} * config.hidden / (options.input_bf16 ? 32 : 16);
     p.dispatch = {true,
                   std::min(ceil_div(work, k_dispatch_threads), k_streaming_ctas_per_sm * device.sm_count),

@@ -219,7 +219,7 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
     // The kernel's own quantization of BF16 x must equal the CPU twin's, bit for bit.
     const contract::WorkspaceLayout l = layer->workspace_layout();
     const CUdeviceptr ws = layer->workspace(stream);
-    if (layer->options().codegen.input_bf16) {
+    if (layer->options().codegen.input_bf16 && layer->config().recipe != codegen::Recipe::w4a16) {
       std::vector<std::uint8_t> gq(xq.elements.size()), gs(xq.scales.size());
       MOEJIT_CU(cuMemcpyDtoH, gq.data(), ws + l.x_q, gq.size());
       MOEJIT_CU(cuMemcpyDtoH, gs.data(), ws + l.x_scales, gs.size());
@@ -237,7 +237,11 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
     outputs.push_back(std::move(y[0]));
   }
 
-  const std::vector<std::uint16_t> want = reference::quantized_reference(p, weights.host, xq.elements, xq.scales, r);
+  // Every layer of one call shares a config, so one reference serves them all.
+  const std::vector<std::uint16_t> want =
+      layers.front()->config().recipe == codegen::Recipe::w4a16
+          ? reference::quantized_reference_w4a16(p, weights.host, x_bf16, r)
+          : reference::quantized_reference(p, weights.host, xq.elements, xq.scales, r);
   std::vector<int> sample;
   for (int t = 0; t < tokens && sample.size() < 16; t += std::max(1, tokens / 16)) sample.push_back(t);
   const std::vector<double> dense = reference::dense_reference(p, weights.host, x, r, sample);

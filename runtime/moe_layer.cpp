@@ -309,9 +309,12 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
   const auto tokens = static_cast<std::uint32_t>(a.tokens);
   const contract::WorkspaceLayout l = workspace_layout();
   const bool fp8_rows = contract::path_fp8_rows(atom_->contract_path);
-  // The GEMM1 rows the compute role reads: the caller's MXFP8 x, or what the dispatch role made of x.
+  // The GEMM1 rows the compute role reads: the caller's MXFP8 x (or BF16 x, W4A16), or what the dispatch role made
+  // of x.
   CUdeviceptr x_rows = a.x_q, x_scales = a.x_scales;
-  if (!fp8_rows)
+  if (config_.recipe == codegen::Recipe::w4a16)
+    x_rows = a.x_bf16, x_scales = 0;
+  else if (!fp8_rows)
     x_rows = ws + l.x_bf16, x_scales = 0;
   else if (options_.codegen.input_bf16)
     x_rows = ws + l.x_q, x_scales = ws + l.x_scales;

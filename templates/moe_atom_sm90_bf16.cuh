@@ -55,6 +55,9 @@ __device__ __forceinline__ void dequant_e2m1_word(u32 q, u32 multiplier, u32 (&p
 struct AtomSm90Bf16 {
   static constexpr int kPath = contract::kPathSm90Bf16;
   static constexpr float kAccScale = 1.0f;
+  // The GEMM1 handoff: the BF16 image of the MXFP8-requantized activation (the
+  // w4a8-mx recipe), or, with kBf16Handoff, the activation rounded to BF16.
+  static constexpr bool kBf16Handoff = false;
 
   // Token rows are staged as the BF16 image of their MXFP8 values: 256 bytes
   // per K128 in 272-byte rows, so ldmatrix rows fall on distinct banks.
@@ -113,6 +116,12 @@ struct AtomSm90Bf16 {
       }
     }
   }
+};
+
+// The W4A16 recipe on the same mainloop: the rows are the caller's BF16 x
+// (no MXFP8 anywhere), and the GEMM1 handoff is the activation in BF16.
+struct AtomSm90Bf16W4A16 : AtomSm90Bf16 {
+  static constexpr bool kBf16Handoff = true;
 };
 
 }  // namespace moejit

@@ -124,6 +124,7 @@ struct AtomSm90Fp8 {
   static constexpr int kPath = contract::kPathSm90Fp8;
   // The E4M3 placement reads as E2M1 * 2^-6: the accumulator is 2^-6 of the sum.
   static constexpr float kAccScale = 64.0f;
+  static constexpr bool kBf16Handoff = false;  // the GEMM1 handoff is MXFP8 (the w4a8-mx recipe)
 
   // Where the 16-byte chunk c (of 8) of token column n's K128 slice goes (the 128B swizzle).
   __device__ static u32 x_chunk_offset(int n, int c) { return u32(n * 128 + ((c ^ (n & 7)) << 4)); }

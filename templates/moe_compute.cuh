@@ -331,9 +331,9 @@ struct ComputeRole {
 
   // Rows g / g+8 of warp w's slice of each of the warpgroup's tiles are gate
   // / up of intermediate column 32 * tile + 8w + g: clamped SwiGLU, route
-  // weight, MXFP8 requantization per token column over the tile's 32 columns
-  // (one K32 block of GEMM2); then each tile is released to GEMM2 on its K128
-  // block of I.
+  // weight, then the handoff in the atom's format (MXFP8 per token column over
+  // the tile's 32 columns, one K32 block of GEMM2; or BF16 for W4A16); then
+  // each tile is released to GEMM2 on its K128 block of I.
   template <int N>
   __device__ static void gemm1_epilogue(const ComputeParams& p, const Segment& sg, const Workspace& ws,
                                         const int (&route)[N / 4], const float (&acc)[kT][N / 2], float* s_amax) {
@@ -346,6 +346,39 @@ struct ComputeRole {
       const int col = 8 * (c / 2) + 2 * t + c % 2;
       weight[c] = col < sg.rows ? p.topk_weights[route[c]] : 0.0f;
     }
+    if constexpr (Atom::kBf16Handoff) {
+      // W4A16: each element rounds to BF16 on its own; no block amax to share.
+#pragma unroll
+      for (int u = 0; u < kT; ++u) {
+        const int i_col = (sg.mt * kTiles + group * kT + u) * 32 + warp * 8 + g;
+#pragma unroll
+        for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            const int col = 8 * i + 2 * t + q;
+            if (col >= sg.rows) continue;
+            const float a = clamped_swiglu(acc[u][4 * i + q], acc[u][4 * i + 2 + q], clamp_bf16) * weight[2 * i + q];
+            reinterpret_cast<u16*>(ws.handoff)[u64(route[2 * i + q]) * kInter + i_col] = float_to_bf16_rne(a);
+          }
+      }
+    } else {
+      gemm1_requantize<N>(sg, ws, route, acc, s_amax, weight, clamp_bf16);
+    }
+    __threadfence();
+    named_barrier_sync(kGroupBarrier + group, 128);
+    if (threadIdx.x % 128 == 0)
+#pragma unroll
+      for (int u = 0; u < kT; ++u)
+        red_release_gpu_add(ws.ready + sg.a * kKb2 + (sg.mt * kTiles + group * kT + u) / 4, 1);
+  }
+
+  // The w4a8-mx handoff: MXFP8 of the weighted activation per token column over the tile's 32 columns.
+  template <int N>
+  __device__ static void gemm1_requantize(const Segment& sg, const Workspace& ws, const int (&route)[N / 4],
+                                          const float (&acc)[kT][N / 2], float* s_amax, const float (&weight)[N / 4],
+                                          float clamp_bf16) {
+    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
     float v[kT][N / 4];
 #pragma unroll
     for (int u = 0; u < kT; ++u) {
@@ -385,12 +418,6 @@ struct ComputeRole {
           store_handoff(ws, route[2 * i + q], i_col, q8, code, warp == 0 && g == 0);
         }
     }
-    __threadfence();
-    named_barrier_sync(kGroupBarrier + group, 128);
-    if (threadIdx.x % 128 == 0)
-#pragma unroll
-      for (int u = 0; u < kT; ++u)
-        red_release_gpu_add(ws.ready + sg.a * kKb2 + (sg.mt * kTiles + group * kT + u) / 4, 1);
   }
 
   __device__ static void store_handoff(const Workspace& ws, int route, int i, u32 q8, u32 code, bool block_owner) {
@@ -497,6 +524,12 @@ template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int k
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, AtomSm90Bf16>::run(
       p);
+}
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
+          int kStages, int kGrid>
+__device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
+  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid,
+              AtomSm90Bf16W4A16>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,

@@ -56,7 +56,11 @@ int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::v
     for (RoutingKind routing : routings)
       for (oracle::MoeCheckResult r : oracle::check_forward(ptrs, weights, b, routing, ++case_seed, m.x)) {
         r.dense_bar = m.dense_bar;
-        fmt::print("{:<16} {} {}\n", shape.name, m.input_bf16 ? "bf16-x" : "mxfp8-x", r.summary());
+        fmt::print("{:<16} {} {}\n", shape.name,
+                   shape.config.recipe == codegen::Recipe::w4a16 ? "w4a16  "
+                   : m.input_bf16                                ? "bf16-x "
+                                                                 : "mxfp8-x",
+                   r.summary());
         CHECK_MESSAGE(r.passed(), shape.name << " " << r.summary());
         failures += !r.passed();
       }
@@ -147,6 +151,23 @@ TEST_CASE("BF16 input is quantized by the dispatch role exactly as the CPU twin"
   Matrix m;
   m.input_bf16 = true;
   CHECK(run_matrix({"glm5.2", codegen::builtin_model("glm5.2")}, {1, 8, 64}, {RoutingKind::uniform}, m) == 0);
+}
+
+TEST_CASE("W4A16 recipe: BF16 x straight into GEMM1, a BF16 intermediate, against its CPU reference") {
+  // The exact atom's mainloop on the caller's BF16 rows (no dispatch role), both shapes and a Table 10 edge.
+  Matrix m;
+  m.input_bf16 = true;
+  m.paths = {codegen::ComputePath::exact};
+  int failures = 0;
+  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+    codegen::MoeConfig config = codegen::builtin_model(model);
+    config.recipe = codegen::Recipe::w4a16;
+    failures += run_matrix({model, config}, {1, 8, 64, 256}, {RoutingKind::uniform, RoutingKind::one_expert}, m);
+  }
+  codegen::MoeConfig edge = gpu_test::small_config("custom", 8, 1, 512, 256);
+  edge.recipe = codegen::Recipe::w4a16;
+  failures += run_matrix({"edge-H512-k1", edge}, {1, 7, 256}, k_routings, m);
+  CHECK(failures == 0);
 }
 
 TEST_CASE("weight scale codes over the whole range each path applies") {

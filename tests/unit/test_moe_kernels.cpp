@@ -20,18 +20,22 @@ struct Variant {
   codegen::MoeCodegenOptions options;
 };
 
-// Every (built-in model, target profile, path) the planner serves.
+// Every (built-in model, target profile, path, recipe) the planner serves.
 std::vector<Variant> variants() {
   std::vector<Variant> out;
   for (const std::string& model : codegen::builtin_model_names())
     for (const char* profile : {"h200", "rtx-pro-5000"})
-      for (codegen::ComputePath path : {codegen::ComputePath::fast, codegen::ComputePath::exact}) {
-        const codegen::DeviceProfile p = codegen::builtin_profile(profile);
-        if (!codegen::find_atom(p.target, path)) continue;
-        codegen::MoeCodegenOptions o;
-        o.path = path;
-        out.push_back({codegen::builtin_model(model), p, o});
-      }
+      for (codegen::ComputePath path : {codegen::ComputePath::fast, codegen::ComputePath::exact})
+        for (codegen::Recipe recipe : {codegen::Recipe::w4a8_mx, codegen::Recipe::w4a16}) {
+          const codegen::DeviceProfile p = codegen::builtin_profile(profile);
+          if (!codegen::find_atom(p.target, path, recipe)) continue;
+          codegen::MoeCodegenOptions o;
+          o.path = path;
+          o.input_bf16 = recipe == codegen::Recipe::w4a16;  // W4A16's activations are BF16
+          codegen::MoeConfig config = codegen::builtin_model(model);
+          config.recipe = recipe;
+          out.push_back({config, p, o});
+        }
   return out;
 }
 
@@ -53,6 +57,7 @@ TEST_CASE("plan == launch: every kernel of both models at B = 1..256 on every ta
     CAPTURE(v.config.name);
     CAPTURE(v.profile.name);
     CAPTURE(codegen::path_name(*v.options.path));
+    CAPTURE(codegen::recipe_name(v.config.recipe));
     for (int b = 1; b <= 256; ++b) {
       const codegen::MoeLaunchPlan plan = codegen::plan_launch(v.config, b, v.profile, v.options);
       ++plans;
@@ -127,6 +132,24 @@ TEST_CASE("the paths are the atoms the table says, and a target without one is r
   const codegen::MoeLaunchPlan f =
       codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), fast);
   CHECK(!f.dispatch.launched);
+  // W4A16: the exact atom's mainloop on the caller's BF16 rows, no dispatch role, and nothing but BF16 input.
+  codegen::MoeConfig w4a16 = codegen::builtin_model("glm5.2");
+  w4a16.recipe = codegen::Recipe::w4a16;
+  codegen::MoeCodegenOptions bf16_in;
+  bf16_in.input_bf16 = true;
+  const codegen::MoeLaunchPlan w = codegen::plan_launch(w4a16, 8, codegen::builtin_profile("h200"), bf16_in);
+  CHECK(w.atom == "sm90-bf16-mma-w4a16");
+  CHECK(!w.dispatch.launched);
+  CHECK(codegen::moe_compute_spec(w4a16, w).summary() !=
+        codegen::moe_compute_spec(codegen::builtin_model("glm5.2"), e).summary());
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(w4a16, 8, codegen::builtin_profile("h200"), exact),
+                       doctest::Contains("input_bf16 = false is invalid for recipe w4a16"), codegen::ConfigError);
+  codegen::MoeCodegenOptions fast_bf16 = fast;
+  fast_bf16.input_bf16 = true;
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(w4a16, 8, codegen::builtin_profile("h200"), fast_bf16),
+                       "h200 (sm_90a) has no fast compute path for recipe w4a16", codegen::PlanError);
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(w4a16, 8, codegen::builtin_profile("rtx-pro-5000"), bf16_in),
+                       "rtx-pro-5000 (sm_120a) has no fast compute path for recipe w4a16", codegen::PlanError);
   // No path asked for: sm_90a runs the exact path (the fast one misses the accuracy bar on small problems),
   // sm_120a its only one.
   const codegen::MoeLaunchPlan d =

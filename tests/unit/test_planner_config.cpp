@@ -166,6 +166,10 @@ TEST_CASE("config file: a valid file loads, every bad field is named") {
   CHECK(c.shared_expert == SharedExpert{32});
   CHECK(c.token_capacity == 64);
   CHECK(c.dispatch_sms == 6);  // default kept
+  CHECK(c.recipe == Recipe::w4a8_mx);
+  const std::string w4a16 = write_temp("w4a16.json", R"({"experts": 32, "top_k": 4, "hidden": 1024,
+      "intermediate": 512, "recipe": "w4a16"})");
+  CHECK(load_moe_config(w4a16).recipe == Recipe::w4a16);
 
   struct Bad {
     const char* text;
@@ -180,7 +184,7 @@ TEST_CASE("config file: a valid file loads, every bad field is named") {
        "hidden must be an integer, got \"6144\""},
       {R"({"experts": 256, "top_k": 8, "hidden": 6144})", "intermediate", "intermediate is missing"},
       {R"({"experts": 256, "top_k": 8, "hidden": 6144, "intermediate": 2048, "recipe": "nvfp4"})", "recipe",
-       "recipe = \"nvfp4\" is invalid"},
+       "recipe = \"nvfp4\" is invalid: must be \"w4a8-mx\" or \"w4a16\""},
       {R"({"experts": 256, "top_k": 8, "hidden": 6144, "intermediate": 2048, "shared_expert": {"k_group": 64}})",
        "shared_expert.k_group", "shared_expert.k_group = 64 is invalid"},
       {R"({"experts": 256, "top_k": 8, "hidden": 6144, "intermediate": 2048, "ranks": 99999999999})", "ranks",
