@@ -57,6 +57,8 @@ std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens
     s.xq.upload(in.xq.elements);
     s.xs = runtime::DeviceBuffer(in.xs_words.size() * 4);
     s.xs.upload(in.xs_words);
+    s.xb = runtime::DeviceBuffer(in.x_bf16.size() * 2);
+    s.xb.upload(in.x_bf16);
     s.ids = runtime::DeviceBuffer(in.routing.ids.size() * 4);
     s.ids.upload(in.routing.ids);
     s.w = runtime::DeviceBuffer(in.routing.weights.size() * 4);

@@ -22,7 +22,7 @@ std::vector<int> parse_int_list(const std::string& text);
 
 // One forward's inputs on the device (uniform routing), and how many experts it touches.
 struct InputSet {
-  runtime::DeviceBuffer xq, xs, ids, w;
+  runtime::DeviceBuffer xq, xs, xb, ids, w;  // x as MXFP8 (elements, scale words) and as BF16
   double touched = 0;
 };
 std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens, int count, std::mt19937_64& rng);

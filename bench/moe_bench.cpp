@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   std::vector<int> ctas_list = {0};
   std::string only_model;
   codegen::MoeCodegenOptions codegen_options;
+  codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick")
@@ -61,10 +62,16 @@ int main(int argc, char** argv) {
       codegen_options.tile_n = std::stoi(argv[++i]);
     else if (a == "--stages" && i + 1 < argc)
       codegen_options.stages = std::stoi(argv[++i]);
-    else {
+    else if (a == "--input-bf16")
+      codegen_options.input_bf16 = true;
+    else if (a == "--recipe" && i + 1 < argc && codegen::parse_recipe(argv[i + 1])) {
+      recipe = *codegen::parse_recipe(argv[++i]);
+      if (recipe == codegen::Recipe::w4a16) codegen_options.input_bf16 = true;  // its activations are BF16
+    } else {
       fmt::print(stderr,
                  "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model glm5.2|dsv4.1-flash] "
-                 "[--path fast|exact] [--ctas-per-sm 1,2,3] [--tile-n N] [--stages S]\n");
+                 "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] [--tile-n N] "
+                 "[--stages S]\n");
       return 2;
     }
   }
@@ -74,22 +81,25 @@ int main(int argc, char** argv) {
   CUstream stream;
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);
-  fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), path {}\n", dev.name, dev.sm_count, bw,
-             codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a)));
+  fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), path {}, recipe {}{}\n", dev.name,
+             dev.sm_count, bw, codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a)),
+             codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<13} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
              "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs");
 
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
     if (!only_model.empty() && only_model != m.name) continue;
-    const reference::MoeProblem p = oracle::problem_of(m.config);
+    codegen::MoeConfig config = m.config;
+    config.recipe = recipe;
+    const reference::MoeProblem p = oracle::problem_of(config);
     const oracle::RandomWeights weights = oracle::random_weights(p, rng());
     for (int ctas : ctas_list) {
       runtime::MoeLayerOptions options;
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
       options.codegen = codegen_options;
       options.codegen.ctas_per_sm = ctas;
-      runtime::MoeLayer layer(m.config, weights.device(), options);
+      runtime::MoeLayer layer(config, weights.device(), options);
       const double expert_bytes = bench::expert_bytes(p);
       runtime::DeviceBuffer y(std::size_t(256) * p.hidden * 2);
       for (int b : batches) {
@@ -97,7 +107,7 @@ int main(int argc, char** argv) {
         double touched = 0;
         for (const bench::InputSet& s : sets) touched += s.touched / kSets;
         auto args = [&](bench::InputSet& s) {
-          return runtime::MoeForwardArgs{s.xq.ptr(), s.xs.ptr(), 0, s.ids.ptr(), s.w.ptr(), y.ptr(), b};
+          return runtime::MoeForwardArgs{s.xq.ptr(), s.xs.ptr(), s.xb.ptr(), s.ids.ptr(), s.w.ptr(), y.ptr(), b};
         };
         // Warm-up (and the one-time JIT for this batch size), then capture.
         for (int i = 0; i < 3; ++i)
