@@ -63,7 +63,8 @@ codegen::KernelSpec moe_spec(const Args& args, codegen::Target target) {
                                  fmt::join(codegen::builtin_model_names(), ", ")));
   }
   const int batch = static_cast<int>(args.get_int("batch", 8, 1, config.token_capacity));
-  const codegen::MoeCodegenOptions options = codegen_options(args);
+  codegen::MoeCodegenOptions options = codegen_options(args);
+  apply_recipe(args, config, options);
   codegen::DeviceProfile profile;
   try {
     profile = jit::profile_for(target);

@@ -114,7 +114,8 @@ int cmd_plan(int argc, char** argv) {
 
   std::vector<PlanOutcome> plans;
   bool all_planned = true;
-  const codegen::MoeCodegenOptions codegen_opts = codegen_options(args);
+  codegen::MoeCodegenOptions codegen_opts = codegen_options(args);
+  apply_recipe(args, config, codegen_opts);
   for (int b : batches) {
     PlanOutcome o{b, std::nullopt, "", std::nullopt, ""};
     try {

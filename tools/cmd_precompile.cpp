@@ -42,6 +42,10 @@ jit::PrecompileRequest parse_request(const Args& args) {
   if (!args.has("targets")) throw UsageError("--targets is required (e.g. --targets sm_90a,sm_120a)");
   r.targets = parse_targets(*args.get("targets"));
   r.options = codegen_options(args);
+  if (r.config)
+    apply_recipe(args, *r.config, r.options);
+  else if (args.has("recipe"))
+    throw UsageError("--recipe needs --model or --config");
   return r;
 }
 

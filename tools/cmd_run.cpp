@@ -28,10 +28,6 @@ int cmd_run(int argc, char** argv) {
       {"batch", true, "tokens B in this forward, 1..256 (default 8)", "B"},
       {"target", true, "target to compile for (default: the GPU's, else sm_90a); one of sm_90a, sm_100a, sm_120a", "T"},
       {"seed", true, "random seed for weights and inputs (default: fresh each run)", "S"},
-      {"recipe", true,
-       "w4a8-mx (default: MXFP8 activations and intermediate) or w4a16 (BF16 activations straight into GEMM1, "
-       "BF16 intermediate; implies --input-bf16)",
-       "R"},
       {"help", false, "this text"},
   };
   for (OptionSpec& o : codegen_option_specs()) options.push_back(std::move(o));
@@ -55,11 +51,6 @@ int cmd_run(int argc, char** argv) {
   } catch (const std::invalid_argument&) {
     throw UsageError(fmt::format("--model: '{}' is not one of {}", excerpt(model_name),
                                  fmt::join(codegen::builtin_model_names(), ", ")));
-  }
-  if (auto r = args.get("recipe")) {
-    const auto recipe = codegen::parse_recipe(*r);
-    if (!recipe) throw UsageError(fmt::format("--recipe: '{}' is not one of w4a8-mx, w4a16", excerpt(*r)));
-    model.recipe = *recipe;
   }
   const int tokens = static_cast<int>(args.get_int("batch", 8, 1, 256));
   const std::uint64_t seed =
@@ -91,7 +82,7 @@ int cmd_run(int argc, char** argv) {
 
   runtime::MoeLayerOptions layer_options;
   layer_options.codegen = codegen_options(args);
-  if (model.recipe == codegen::Recipe::w4a16) layer_options.codegen.input_bf16 = true;  // its activations are BF16
+  apply_recipe(args, model, layer_options.codegen);
   const codegen::MoeLaunchPlan plan = codegen::plan_launch(model, tokens, profile, layer_options.codegen);
   auto role = [](const codegen::RolePlan& r) {
     return r.launched ? fmt::format("{} x {} threads, {} B SMEM", r.grid, r.threads, r.smem_bytes)

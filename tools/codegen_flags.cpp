@@ -11,6 +11,10 @@ std::vector<OptionSpec> codegen_option_specs() {
        "wgmma, FP32 scaling per K32; sm_120a default); docs/numerics.md",
        "P"},
       {"input-bf16", false, "x arrives as BF16 and the dispatch role quantizes it to MXFP8"},
+      {"recipe", true,
+       "the model's recipe: w4a8-mx (MXFP8 activations and intermediate) or w4a16 (BF16 activations "
+       "straight into GEMM1, BF16 intermediate; implies --input-bf16); default: the model's",
+       "R"},
       {"tile-n", true, "token tile override: 8, 16, 32 or 64 (default: planned)", "N"},
       {"stages", true, "compute pipeline depth override, 2..16 (default: planned)", "S"},
       {"ctas-per-sm", true, "compute CTAs per SM override, 1..8 (default: planned)", "C"},
@@ -38,6 +42,15 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
                                  e.what()));
   }
   return o;
+}
+
+void apply_recipe(const Args& args, codegen::MoeConfig& config, codegen::MoeCodegenOptions& options) {
+  if (auto r = args.get("recipe")) {
+    const auto recipe = codegen::parse_recipe(*r);
+    if (!recipe) throw UsageError(fmt::format("--recipe: '{}' is not one of w4a8-mx, w4a16", *r));
+    config.recipe = *recipe;
+  }
+  if (config.recipe == codegen::Recipe::w4a16) options.input_bf16 = true;
 }
 
 }  // namespace moejit::tools

@@ -13,5 +13,9 @@ namespace moejit::tools {
 std::vector<OptionSpec> codegen_option_specs();
 // Throws UsageError naming the flag, its value and the allowed values.
 codegen::MoeCodegenOptions codegen_options(const Args& args);
+// --recipe R overrides the model's recipe; a W4A16 model takes BF16 x, so it
+// sets input_bf16 (its only input format) whether the recipe came from the
+// flag or the config file.
+void apply_recipe(const Args& args, codegen::MoeConfig& config, codegen::MoeCodegenOptions& options);
 
 }  // namespace moejit::tools

@@ -6,9 +6,9 @@
 #   tools/gpu_session.sh [STEP...]      default: tests memcheck plan bench python
 #
 #   tests     moejit_gpu_tests: the whole GPU matrix, both paths, and the runtime tests
-#   memcheck  compute-sanitizer memcheck on `moejit run --batch 8`, each path
+#   memcheck  compute-sanitizer memcheck on `moejit run --batch 8`, each path and the W4A16 recipe
 #   plan      `moejit plan --device h200 --batches 8` beside what `moejit run --batch 8` launches
-#   bench     moejit_bench_moe twice per path (and dist/old/moejit_bench_moe once, if carried)
+#   bench     moejit_bench_moe twice per path, once for W4A16 (and dist/old/moejit_bench_moe once, if carried)
 #   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
 #
@@ -51,6 +51,8 @@ for step in "${steps[@]}"; do
         run "memcheck-$path.log" compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model glm5.2 \
           --batch 8 --path "$path"
       done
+      run memcheck-w4a16.log compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model glm5.2 \
+        --batch 8 --recipe w4a16
       ;;
     plan)
       run plan-h200.log moejit plan --device h200 --model glm5.2 --ranks 1 --batches 8
@@ -60,6 +62,7 @@ for step in "${steps[@]}"; do
       for path in exact fast; do
         for i in 1 2; do run "bench-$path-$i.log" moejit_bench_moe --path "$path"; done
       done
+      run bench-w4a16.log moejit_bench_moe --recipe w4a16
       [ -x "$DIST/old/moejit_bench_moe" ] && run bench-old.log "$DIST/old/moejit_bench_moe"
       ;;
     python)
