@@ -74,10 +74,8 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   if (!atom)
     throw PlanError(fmt::format("{} ({}) has no {} compute path for recipe {}", device.name, device.target.name(),
                                 path_name(path), recipe_name(config.recipe)));
-  if (config.recipe == Recipe::w4a16 && !options.input_bf16)
-    throw ConfigError("input_bf16",
-                      "input_bf16 = false is invalid for recipe w4a16: its activations arrive as BF16 "
-                      "(set input_bf16, --input-bf16)");
+  // W4A16 has one input format, BF16 x: the recipe implies input_bf16.
+  if (config.recipe == Recipe::w4a16) p.options.input_bf16 = true;
   p.atom = atom->name;
   p.contract_path = atom->contract_path;
   note(fmt::format("atom {}: {} path on {}{}", atom->name, path_name(path), device.target.name(),

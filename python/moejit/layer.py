@@ -102,7 +102,8 @@ class MoeLayer:
             info = describe(w1, "w1")
             device = info.index if info.device == "cuda" and info.index >= 0 else 0
         options["device"] = self.device = int(device)
-        self.input_bf16 = bool(options.get("input_bf16", False))
+        # W4A16 has one input format, BF16 x: the recipe implies input_bf16 (as the planner does).
+        self.input_bf16 = bool(options.get("input_bf16", False)) or self.config.get("recipe") == "w4a16"
         self._handle: Optional[int] = None
 
     @property

@@ -84,6 +84,17 @@ class Plans(unittest.TestCase):
         self.assertEqual(moejit.plan("glm5.2", 8, path="fast")["path"], "fast")
         self.assertEqual(moejit.workspace_bytes("glm5.2"), p["workspace_bytes"])
 
+    def test_w4a16_recipe(self):
+        cfg = {"name": "w", "experts": 32, "top_k": 4, "hidden": 1024, "intermediate": 512, "recipe": "w4a16"}
+        p = moejit.plan(cfg, 8)
+        self.assertEqual(p["atom"], "sm90-bf16-mma-w4a16")
+        self.assertTrue(p["input_bf16"])  # BF16 x is the recipe's one input format
+        self.assertFalse(p["dispatch"]["launched"])  # the compute role reads the caller's x
+        with self.assertRaisesRegex(moejit.MoejitError, "no fast compute path for recipe w4a16"):
+            moejit.plan(cfg, 8, path="fast")
+        bad = dict(cfg, recipe="w4a4")
+        self.assertEqual(field_of(lambda: moejit.plan(bad, 8)), "recipe")
+
     def test_plan_errors(self):
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 0)), "batch")
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, device="a100")), "device")
