@@ -219,7 +219,7 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
     // The kernel's own quantization of BF16 x must equal the CPU twin's, bit for bit.
     const contract::WorkspaceLayout l = layer->workspace_layout();
     const CUdeviceptr ws = layer->workspace(stream);
-    if (layer->options().codegen.input_bf16 && layer->config().recipe != codegen::Recipe::w4a16) {
+    if (layer->options().codegen.input_bf16 && layer->plan(tokens).dispatch.launched) {
       std::vector<std::uint8_t> gq(xq.elements.size()), gs(xq.scales.size());
       MOEJIT_CU(cuMemcpyDtoH, gq.data(), ws + l.x_q, gq.size());
       MOEJIT_CU(cuMemcpyDtoH, gs.data(), ws + l.x_scales, gs.size());

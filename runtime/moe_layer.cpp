@@ -311,15 +311,14 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
   const auto tokens = static_cast<std::uint32_t>(a.tokens);
   const contract::WorkspaceLayout l = workspace_layout();
   const bool fp8_rows = contract::path_fp8_rows(atom_->contract_path);
-  // The GEMM1 rows the compute role reads: the caller's MXFP8 x (or BF16 x, W4A16), or what the dispatch role made
-  // of x.
-  CUdeviceptr x_rows = a.x_q, x_scales = a.x_scales;
-  if (config_.recipe == codegen::Recipe::w4a16)
-    x_rows = a.x_bf16, x_scales = 0;
-  else if (!fp8_rows)
-    x_rows = ws + l.x_bf16, x_scales = 0;
-  else if (options_.codegen.input_bf16)
-    x_rows = ws + l.x_q, x_scales = ws + l.x_scales;
+  // The GEMM1 rows the compute role reads, in its atom's row format: what the dispatch role made of x where the
+  // plan runs it, else the caller's x as it is (MXFP8 rows and scale words, or BF16 rows).
+  const bool dispatched = t.plan.dispatch.launched;
+  CUdeviceptr x_rows = 0, x_scales = 0;
+  if (fp8_rows)
+    x_rows = dispatched ? ws + l.x_q : a.x_q, x_scales = dispatched ? ws + l.x_scales : a.x_scales;
+  else
+    x_rows = dispatched ? ws + l.x_bf16 : a.x_bf16;
 
   std::vector<RoleLaunch> roles;
   for (std::size_t i = 0; i < k.specs.size(); ++i) {

@@ -358,7 +358,7 @@ struct ComputeRole {
             const int col = 8 * i + 2 * t + q;
             if (col >= sg.rows) continue;
             const float a = clamped_swiglu(acc[u][4 * i + q], acc[u][4 * i + 2 + q], clamp_bf16) * weight[2 * i + q];
-            reinterpret_cast<u16*>(ws.handoff)[u64(route[2 * i + q]) * kInter + i_col] = float_to_bf16_rne(a);
+            handoff_bf16(ws, route[2 * i + q], i_col) = float_to_bf16_rne(a);
           }
       }
     } else {
@@ -427,8 +427,12 @@ struct ComputeRole {
         reinterpret_cast<u8*>(
             ws.handoff_s)[(u64(route) * kKb2 + i / 128) * contract::kScaleRecordBytes + (i / 32) % 4] = u8(code);
     } else {
-      reinterpret_cast<u16*>(ws.handoff)[u64(route) * kInter + i] = mxfp8_to_bf16(q8, code);
+      handoff_bf16(ws, route, i) = mxfp8_to_bf16(q8, code);
     }
+  }
+  // Element i of a route's BF16 handoff row (the BF16-row atoms).
+  __device__ static u16& handoff_bf16(const Workspace& ws, int route, int i) {
+    return reinterpret_cast<u16*>(ws.handoff)[u64(route) * kInter + i];
   }
 
   // Rows h and h+8 of each route's output row, in BF16.

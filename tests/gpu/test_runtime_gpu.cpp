@@ -268,27 +268,31 @@ TEST_CASE("a layer over weights packed on the host gives the bytes of a layer th
   const codegen::MoeConfig config = gpu_test::small_config("packed", 24, 4, 1024, 768);
   const reference::MoeProblem p = oracle::problem_of(config);
   const oracle::RandomWeights w = oracle::random_weights(p, seed);
+  // The driver's free device memory once the GPU is idle.
+  auto free_memory = [] {
+    std::size_t free = 0, total = 0;
+    MOEJIT_CU(cuCtxSynchronize);
+    MOEJIT_CU(cuMemGetInfo, &free, &total);
+    return std::int64_t(free);
+  };
   for (const codegen::ComputePath path : {codegen::ComputePath::exact, codegen::ComputePath::fast}) {
     runtime::MoeLayerOptions options;
     options.codegen.path = path;
     // From the checkpoint: the layer's own allocations peak at its packed copy and a status word
     // (no second copy while packing); the driver's view (modules, stream) stays within 32 MiB more.
     const std::size_t checkpoint = w.w1.bytes() + w.s1.bytes() + w.w2.bytes() + w.s2.bytes();
-    std::size_t free0 = 0, free1 = 0, total0 = 0;
-    MOEJIT_CU(cuCtxSynchronize);
-    MOEJIT_CU(cuMemGetInfo, &free0, &total0);
+    const std::int64_t free0 = free_memory();
     runtime::reset_device_memory_peak();
     const runtime::DeviceMemoryStats before = runtime::device_memory_stats();
     runtime::MoeLayer own(config, w.device(), options);
     const std::size_t peak = runtime::device_memory_stats().peak - before.live;
-    MOEJIT_CU(cuCtxSynchronize);
-    MOEJIT_CU(cuMemGetInfo, &free1, &total0);
+    const std::int64_t free1 = free_memory();
     MESSAGE(codegen::path_name(path), ": constructing from a ", checkpoint,
             " B checkpoint: moejit's allocations peaked at ", peak, " B; the driver's free memory fell by ",
-            std::int64_t(free0) - std::int64_t(free1), " B");
+            free0 - free1, " B");
     CHECK(peak >= w.w1.bytes() + w.w2.bytes());  // the packed copy was counted
     CHECK(peak <= checkpoint + 4096);
-    CHECK(std::int64_t(free0) - std::int64_t(free1) <= std::int64_t(checkpoint + (std::size_t(32) << 20)));
+    CHECK(free0 - free1 <= std::int64_t(checkpoint + (std::size_t(32) << 20)));
     const runtime::PackedWeightsHost host =
         runtime::pack_weights(config, own.atom(),
                               {w.host.w1.data(), w.host.s1.data(), w.host.w2.data(), w.host.s2.data(), w.host.w1.size(),
@@ -296,15 +300,11 @@ TEST_CASE("a layer over weights packed on the host gives the bytes of a layer th
     DeviceBuffer w1(host.w1.size()), w2(host.w2.size());
     w1.upload(host.w1.data(), host.w1.size());
     w2.upload(host.w2.data(), host.w2.size());
-    std::size_t free_before = 0, free_after = 0, total = 0;
-    MOEJIT_CU(cuCtxSynchronize);
-    MOEJIT_CU(cuMemGetInfo, &free_before, &total);
+    const std::int64_t free_before = free_memory();
     runtime::MoeLayer packed(config, runtime::PackedWeightsDevice{w1.ptr(), w2.ptr(), host.top_scale_code, host.atom},
                              options);
-    MOEJIT_CU(cuCtxSynchronize);
-    MOEJIT_CU(cuMemGetInfo, &free_after, &total);
     // What construction adds beside the packed weights: no copy of them, only modules and a stream.
-    const std::int64_t grown = std::int64_t(free_before) - std::int64_t(free_after);
+    const std::int64_t grown = free_before - free_memory();
     MESSAGE(codegen::path_name(path), ": constructing over ", host.w1.size() + host.w2.size(),
             " B of packed weights took ", grown, " B of device memory");
     CHECK(grown < std::int64_t(host.w1.size() + host.w2.size()));

@@ -88,16 +88,12 @@ double bf16(std::uint16_t bits) {
   std::memcpy(&f, &u, 4);
   return f;
 }
-}  // namespace
-
-TEST_CASE("gpt-oss block: the dense reference is the published formula; the quantized one tracks it") {
-  reference::MoeProblem p{4, 2, 128, 64, 7.0f};
-  p.activation = reference::Activation::gpt_oss;
-  p.alpha = 1.702f;
-  p.interleaved = true;
-  const int E = p.experts, H = p.hidden, I = p.intermediate, K = p.top_k, B = 3;
-  std::mt19937 rng(20261201);
-  std::uniform_int_distribution<int> byte(0, 255), code(120, 124);
+// Random checkpoint weights of `p` with scale codes in [code_lo, code_hi] and
+// normal BF16 biases of deviation `bias_sigma` on both projections.
+reference::CheckpointWeights random_checkpoint(const reference::MoeProblem& p, std::mt19937& rng, int code_lo,
+                                               int code_hi, double bias_sigma) {
+  const int E = p.experts, H = p.hidden, I = p.intermediate;
+  std::uniform_int_distribution<int> byte(0, 255), code(code_lo, code_hi);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   reference::CheckpointWeights w;
   w.w1.resize(std::size_t(E) * 2 * I * H / 2);
@@ -111,7 +107,20 @@ TEST_CASE("gpt-oss block: the dense reference is the published formula; the quan
   w.b1.resize(std::size_t(E) * 2 * I);
   w.b2.resize(std::size_t(E) * H);
   for (auto* v : {&w.b1, &w.b2})
-    for (auto& b : *v) b = mx::bf16_bits(0.5 * normal(rng));
+    for (auto& b : *v) b = mx::bf16_bits(bias_sigma * normal(rng));
+  return w;
+}
+}  // namespace
+
+TEST_CASE("gpt-oss block: the dense reference is the published formula; the quantized one tracks it") {
+  reference::MoeProblem p{4, 2, 128, 64, 7.0f};
+  p.activation = reference::Activation::gpt_oss;
+  p.alpha = 1.702f;
+  p.interleaved = true;
+  const int H = p.hidden, I = p.intermediate, K = p.top_k, B = 3;
+  std::mt19937 rng(20261201);
+  const reference::CheckpointWeights w = random_checkpoint(p, rng, 120, 124, 0.5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(std::size_t(B) * H);
   for (float& v : x) v = static_cast<float>(mx::round_bf16(2.0 * normal(rng)));
   reference::Routing r{B, {0, 3, 2, 1, 3, 2}, {0.7f, 0.3f, 0.5f, 0.5f, 0.9f, 0.1f}};
@@ -179,23 +188,10 @@ double round_bf16_rne(double v) {  // one rounding from double: 8 significant bi
 
 TEST_CASE("W4A16 recipe: the reference is its definition, bit for bit, and differs from W4A8") {
   reference::MoeProblem p{4, 2, 128, 64, 10.0f};
-  const int E = p.experts, H = p.hidden, I = p.intermediate, K = p.top_k, B = 3;
+  const int H = p.hidden, I = p.intermediate, K = p.top_k, B = 3;
   std::mt19937 rng(20261202);
-  std::uniform_int_distribution<int> byte(0, 255), code(118, 124);
+  const reference::CheckpointWeights w = random_checkpoint(p, rng, 118, 124, 0.25);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  reference::CheckpointWeights w;
-  w.w1.resize(std::size_t(E) * 2 * I * H / 2);
-  w.s1.resize(std::size_t(E) * 2 * I * H / 32);
-  w.w2.resize(std::size_t(E) * H * I / 2);
-  w.s2.resize(std::size_t(E) * H * I / 32);
-  for (auto* v : {&w.w1, &w.w2})
-    for (auto& b : *v) b = std::uint8_t(byte(rng));
-  for (auto* v : {&w.s1, &w.s2})
-    for (auto& b : *v) b = std::uint8_t(code(rng));
-  w.b1.resize(std::size_t(E) * 2 * I);
-  w.b2.resize(std::size_t(E) * H);
-  for (auto* v : {&w.b1, &w.b2})
-    for (auto& b : *v) b = mx::bf16_bits(0.25 * normal(rng));
   // Activations over 12 octaves, so BF16 keeps what MXFP8 would round away.
   std::vector<std::uint16_t> x(std::size_t(B) * H);
   std::vector<float> xf(x.size());
