@@ -143,9 +143,10 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
 
   // Dispatch: only when the compute role cannot read the caller's x as it is.
   const bool image = !contract::path_fp8_rows(p.contract_path);
+  const bool split = contract::path_split_rows(p.contract_path);
   if (config.recipe == Recipe::w4a16) {
     note("dispatch: not launched (W4A16: the compute role reads the caller's BF16 x and routes by itself)");
-  } else if (options.input_bf16 || image) {
+  } else if (options.input_bf16 || image || split) {
     const std::int64_t work = std::int64_t{batch} * config.hidden / (options.input_bf16 ? 32 : 16);
     p.dispatch = {true,
                   std::min(ceil_div(work, k_dispatch_threads), k_streaming_ctas_per_sm * device.sm_count),
@@ -153,8 +154,11 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                   0,
                   1,
                   0};
-    note(fmt::format("dispatch: {} ({} threads x {} CTAs)",
-                     options.input_bf16 ? "quantizes the BF16 x to MXFP8" : "writes the BF16 image of x",
+    const char* what = options.input_bf16 ? "quantizes the BF16 x to MXFP8"
+                       : image            ? "writes the BF16 image of x"
+                                          : "splits the MXFP8 x";
+    note(fmt::format("dispatch: {}{} ({} threads x {} CTAs)", what,
+                     split ? " into its large and small elements (exact FP8 sums of GEMM1's large products)" : "",
                      k_dispatch_threads, p.dispatch.grid));
   } else {
     note("dispatch: not launched (the compute role reads the caller's MXFP8 x and routes by itself)");

@@ -125,6 +125,7 @@ struct AtomSm90Fp8 {
   // The E4M3 placement reads as E2M1 * 2^-6: the accumulator is 2^-6 of the sum.
   static constexpr float kAccScale = 64.0f;
   static constexpr bool kBf16Handoff = false;  // the GEMM1 handoff is MXFP8 (the w4a8-mx recipe)
+  // GEMM1 runs mainloop_split on the dispatch role's split rows (contract::path_split_rows).
 
   // Where the 16-byte chunk c (of 8) of token column n's K128 slice goes (the 128B swizzle).
   __device__ static u32 x_chunk_offset(int n, int c) { return u32(n * 128 + ((c ^ (n & 7)) << 4)); }
@@ -157,16 +158,7 @@ struct AtomSm90Fp8 {
     load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
     for (int k = 0; k < steps; ++k) {
       u32 a[T][4][4];
-#pragma unroll
-      for (int u = 0; u < T; ++u)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const u32 lo = words[u][2 * j], hi = words[u][2 * j + 1];  // rows g, g+8
-          a[u][j][0] = lo & 0x9C9C9C9Cu;
-          a[u][j][1] = hi & 0x9C9C9C9Cu;
-          a[u][j][2] = ((lo << 2) & 0x8C8C8C8Cu) | ((lo >> 2) & 0x10101010u);
-          a[u][j][3] = ((hi << 2) & 0x8C8C8C8Cu) | ((hi >> 2) & 0x10101010u);
-        }
+      expand(words, a);
       // cp.async wrote the activation tile through the generic proxy; wgmma reads it through the async proxy.
       fence_proxy_async_shared();
 #pragma unroll
@@ -212,7 +204,114 @@ struct AtomSm90Fp8 {
     }
   }
 
+  // mainloop for GEMM1 on split rows (contract::path_split_rows): each K32
+  // block is two wgmmas on the same weight fragment, one per activation row
+  // (large elements, small elements), into separate partial sums that are
+  // added in FP32 before the scale. A step runs as two halves of two K32
+  // blocks (issue, wait, scale in), so the two partial sets take the
+  // registers of mainloop's one.
+  template <int N, int T, class Ring, class Cursor>
+  __device__ static void mainloop_split(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
+    steps = warp_uniform(steps);
+    const int tile0 = (threadIdx.x / 128) * T, warp = (threadIdx.x / 32) % contract::kConsumerWarps;
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    float large[T][2][N / 2], small[T][2][N / 2];
+    u32 words[T][8], sw[T][2], sx[N / 4];
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) large[u][j][i] = small[u][j][i] = 0.0f;
+    const u64 desc0 = sw128_desc(smem_addr(ring.x_tile(0))), desc0_small = sw128_desc(smem_addr(ring.x_small_tile(0)));
+    int s = cur.stage;
+    wait_full(ring, s, cur.phase);
+    cur.advance();
+    load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+    for (int k = 0; k < steps; ++k) {
+      u32 a[T][4][4];
+      expand(words, a);
+      fence_proxy_async_shared();
+#pragma unroll
+      for (int u = 0; u < T; ++u) fence_operands(a[u]);
+      const u64 stage_offset = u64(s * (Ring::kXTileBytes >> 4));
+      const u64 desc = desc0 + stage_offset, desc_small = desc0_small + stage_offset;
+      u32 sw_now[T][2], sx_now[N / 4];
+#pragma unroll
+      for (int u = 0; u < T; ++u) sw_now[u][0] = sw[u][0], sw_now[u][1] = sw[u][1];
+#pragma unroll
+      for (int i = 0; i < N / 4; ++i) sx_now[i] = sx[i];
+      const int s_now = s;
+
+      issue_split_half<N, T, 0>(large, small, a, desc, desc_small);
+      wgmma_wait<0>();
+      scale_split_half<N, T, 0>(acc, large, small, sw_now, sx_now);
+
+      issue_split_half<N, T, 1>(large, small, a, desc, desc_small);
+      constexpr bool kPrefetch = N * T <= 16;  // as in mainloop
+      s = cur.stage;
+      if (k + 1 < steps) {
+        wait_full(ring, s, cur.phase);
+        cur.advance();
+      }
+      if constexpr (kPrefetch) load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+      wgmma_wait<0>();
+      release_stage(ring, s_now, lane);
+      if constexpr (!kPrefetch) load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+      scale_split_half<N, T, 1>(acc, large, small, sw_now, sx_now);
+    }
+  }
+
  private:
+  // The E4M3 placement of a step's weight words (rows g and g+8 of K32 blocks 0..3).
+  template <int T>
+  __device__ static void expand(const u32 (&words)[T][8], u32 (&a)[T][4][4]) {
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const u32 lo = words[u][2 * j], hi = words[u][2 * j + 1];  // rows g, g+8
+        a[u][j][0] = lo & 0x9C9C9C9Cu;
+        a[u][j][1] = hi & 0x9C9C9C9Cu;
+        a[u][j][2] = ((lo << 2) & 0x8C8C8C8Cu) | ((lo >> 2) & 0x10101010u);
+        a[u][j][3] = ((hi << 2) & 0x8C8C8C8Cu) | ((hi >> 2) & 0x10101010u);
+      }
+  }
+
+  // K32 blocks 2H and 2H + 1 of the step, on both rows.
+  template <int N, int T, int H>
+  __device__ static void issue_split_half(float (&large)[T][2][N / 2], float (&small)[T][2][N / 2],
+                                          const u32 (&a)[T][4][4], u64 desc, u64 desc_small) {
+    wgmma_fence();
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        Wgmma<N>::issue(large[u][j], a[u][2 * H + j], desc + 2 * (2 * H + j));
+        Wgmma<N>::issue(small[u][j], a[u][2 * H + j], desc_small + 2 * (2 * H + j));
+      }
+    wgmma_commit();
+  }
+
+  template <int N, int T, int H>
+  __device__ static void scale_split_half(float (&acc)[T][N / 2], float (&large)[T][2][N / 2],
+                                          float (&small)[T][2][N / 2], const u32 (&sw)[T][2], const u32 (&sx)[N / 4]) {
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        fence_operands(large[u][j]);
+        fence_operands(small[u][j]);
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) large[u][j][i] += small[u][j][i];
+      }
+#pragma unroll
+    for (int u = 0; u < T; ++u) {
+      promote<N, 2 * H>(acc[u], large[u][0], sw[u], sx);
+      promote<N, 2 * H + 1>(acc[u], large[u][1], sw[u], sx);
+    }
+  }
+
   // This lane's weight words (rows g and g+8, K32 blocks 0..3) and scale words of the warpgroup's tiles in
   // stage s, and the scale words of its token columns.
   template <int N, int T, class Ring>

@@ -68,6 +68,7 @@ template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int k
 struct ComputeRole {
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
+  static constexpr bool kSplitRows = contract::path_split_rows(kPath);
   static constexpr contract::MoeDims kDims{kExperts, kTopK, kHidden, kInter, kCapacity, kPath};
   static constexpr contract::ComputeSmemLayout kSmem =
       contract::compute_smem_layout(kPath, kTiles, kTileN, kStages, kExperts);
@@ -222,6 +223,17 @@ struct ComputeRole {
           if (q * kColsPerPass >= sg.rows) break;  // warp-uniform: small B stages a row or two
           cp_async_16_zfill(tile + dst_offsets[q], tc.src[q] + k * kChunkBytes, (tc.live >> q & 1u) * 16u);
         }
+        if (kSplitRows && sg.phase == 0) {
+          // The small elements' rows sit kSmallRows after the large ones (dispatch wrote both).
+          constexpr long long kSmallRows = kWs.x_small - kWs.x_q;
+          const u32 small_tile = smem_addr(ring.x_small_tile(s));
+#pragma unroll
+          for (int q = 0; q < kPasses; ++q) {
+            if (q * kColsPerPass >= sg.rows) break;
+            cp_async_16_zfill(small_tile + dst_offsets[q], tc.src[q] + kSmallRows + k * kChunkBytes,
+                              (tc.live >> q & 1u) * 16u);
+          }
+        }
 #pragma unroll
         for (int h = 0; h < kColGroups; ++h) {
           const int n = lane + 32 * h;
@@ -243,7 +255,9 @@ struct ComputeRole {
   }
 
   __device__ static const u8* row_source(const ComputeParams& p, const Workspace& ws, int phase, int route) {
-    if (phase == 0) return p.x_rows + u64(route / kTopK) * kHidden * (kChunkBytes / 128);
+    // Split rows are the dispatch role's (the workspace's x_q, then x_small), whatever x_rows says.
+    if (phase == 0)
+      return (kSplitRows ? p.ws + kWs.x_q : p.x_rows) + u64(route / kTopK) * kHidden * (kChunkBytes / 128);
     return ws.handoff + u64(route) * contract::handoff_row_bytes(kPath, kInter);
   }
 
@@ -284,7 +298,14 @@ struct ComputeRole {
     for (int u = 0; u < kT; ++u)
 #pragma unroll
       for (int i = 0; i < N / 2; ++i) acc[u][i] = 0.0f;
-    Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
+    if constexpr (kSplitRows) {
+      if (sg.phase == 0)
+        Atom::template mainloop_split<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
+      else
+        Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
+    } else {
+      Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
+    }
 
     const int kbs = Shape::kb(sg.phase);
     const int slot = sg.phase * kGrid;
@@ -463,6 +484,7 @@ struct ComputeRole {
     // The 128B swizzle atom needs 1024-byte aligned X tiles, and the schedule the planned grid.
     if (threadIdx.x == 0 && ((smem_addr(smem) & 1023u) != 0 || gridDim.x != kGrid)) __trap();
     const Ring ring{smem + kSmem.x,
+                    smem + kSmem.x_small,
                     smem + kSmem.w,
                     reinterpret_cast<u32*>(smem + kSmem.xs),
                     reinterpret_cast<int*>(smem + kSmem.route),

@@ -31,6 +31,26 @@ MOEJIT_HD constexpr bool path_fp8_rows(int path) {
   return path != kPathSm90Bf16;
 }
 
+// Whether GEMM1 reads each activation row as two E4M3 rows, its large and its
+// small elements (every byte is in exactly one; the other holds +0), summed by
+// two wgmmas into separate K32 partials. Hopper's FP8 tensor core aligns a K32
+// block's products to the largest and keeps about 13 fractional bits: a
+// product ~7 octaves below the largest loses bits, and GEMM1's error flips
+// MXFP8 requantization choices of the handoff (docs/numerics.md). With the
+// split, every product of the large row is exact and the small row's error is
+// relative to its own, 2^kSplitOctaves smaller, maximum.
+MOEJIT_HD constexpr bool path_split_rows(int path) {
+  return path == kPathSm90Fp8;
+}
+// The large row holds the elements of magnitude >= 2^4 (E4M3 magnitude code
+// 0x58), the small row the rest. An MX block's scale puts its amax in
+// [256, 448], so the large row spans at most 4.8 octaves, and with E2M1
+// weights (0.5..6) its products 8.4 octaves of 6-bit significands: within 13
+// bits of the largest. x_q that is not MX-normalized stays correct (the rows
+// still sum to x), only less precise.
+constexpr int kSplitOctaves = 4;
+constexpr unsigned kSplitCode = 0x78u - 8u * kSplitOctaves;
+
 // Compute role: an item is `tiles` 64-row weight tiles; `groups` consumer
 // warpgroups each own tiles / groups of them (warp w of a group the M16
 // slice w of each), then a weight producer warp and an activation producer
@@ -130,6 +150,7 @@ struct WorkspaceLayout {
   long long ready;         // int [E][I/128]: finished GEMM1 tiles per (active expert, K128 block of I)
   long long x_q;           // u8  [Bcap][H]: E4M3 activations quantized from BF16 input by the dispatch role
   long long x_scales;      // u32 [Bcap][H/128]
+  long long x_small;       // u8  [Bcap][H]: split rows (path_split_rows): the small elements; x_q holds the large
   long long x_bf16;        // u16 [Bcap][H]: the exact path's BF16 image of x
   long long handoff;       // [Bcap*k] rows of handoff_row_bytes: GEMM2 activations, by route r = t*k + j
   long long handoff_s;     // [Bcap*k][I/128] 16-byte records, word 0 the UE8M0 scale word (fp8 paths)
@@ -154,6 +175,7 @@ MOEJIT_HD constexpr WorkspaceLayout workspace_layout(MoeDims d) {
   l.ready = at, at += align_up(4LL * d.experts * (d.inter / 128), 256);
   l.x_q = at, at += align_up((long long)d.capacity * d.hidden, 256);
   l.x_scales = at, at += align_up(4LL * d.capacity * (d.hidden / 128), 256);
+  l.x_small = at, at += path_split_rows(d.path) ? align_up((long long)d.capacity * d.hidden, 256) : 0;
   l.x_bf16 = at, at += fp8 ? 0 : align_up(2LL * d.capacity * d.hidden, 256);
   l.handoff = at, at += align_up(routes * handoff_row_bytes(d.path, d.inter), 256);
   l.handoff_s = at, at += fp8 ? align_up(kScaleRecordBytes * routes * (d.inter / 128), 256) : 0;
@@ -179,6 +201,7 @@ MOEJIT_HD constexpr long long workspace_bytes(MoeDims d, int grid) {
 // before the first stage is filled).
 struct ComputeSmemLayout {
   int x;        // [stages][tile_n * x_row_pitch]
+  int x_small;  // [stages][tile_n * x_row_pitch]: GEMM1's small rows (path_split_rows), else empty
   int w;        // [stages][tiles * kWeightStepBytes]
   int xs;       // [stages][tile_n] 16-byte scale records: word 0 is the column's UE8M0 scale word
   int route;    // int [stages][tile_n]: the route of each token column
@@ -198,6 +221,7 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
   ComputeSmemLayout l{};
   int at = 0;
   l.x = at, at += (int)align_up((long long)stages * tile_n * x_row_pitch(path), 1024);
+  l.x_small = at, at += path_split_rows(path) ? (int)align_up((long long)stages * tile_n * x_row_pitch(path), 1024) : 0;
   l.w = at, at += stages * tiles * kWeightStepBytes;
   l.xs = at, at += kScaleRecordBytes * stages * tile_n;
   l.route = at, at += 4 * stages * tile_n;

@@ -2,8 +2,9 @@
 // Role 1, dispatch (one GPU): prepares the GEMM1 activation rows when the
 // compute role cannot read the caller's x directly. BF16 x is quantized to
 // MXFP8 (the OCP MX rule) into the workspace; the exact path also needs each
-// row's BF16 image (its MMA consumes BF16), made once per token and reused by
-// all k of its routes (the front reorder of the PTO notes). Routing is not
+// row's BF16 image (its MMA consumes BF16), and the fast path each row split
+// into its large and small elements (contract::path_split_rows), made once per
+// token and reused by all k of its routes (the front reorder of the PTO notes). Routing is not
 // done here: every compute CTA derives it from topk_ids (moe_schedule.cuh).
 
 #include "moe_contract.cuh"
@@ -33,11 +34,41 @@ __device__ void moe_bf16_image(u16* __restrict__ x_bf16, const u8* __restrict__ 
   }
 }
 
+// The split of an E4M3 word (4 codes) into its large elements (magnitude code
+// >= contract::kSplitCode) and its small ones; each code lands in exactly one.
+__device__ __forceinline__ void split_e4m3x4(u32 codes, u32& large, u32& small) {
+  const u32 is_large = __vcmpgeu4(codes & 0x7F7F7F7Fu, contract::kSplitCode * 0x01010101u);
+  large = codes & is_large;
+  small = codes & ~is_large;
+}
+__device__ __forceinline__ void store_split(u8* x_large, u8* x_small, u64 offset, uint4 q) {
+  uint4 l, m;
+  split_e4m3x4(q.x, l.x, m.x);
+  split_e4m3x4(q.y, l.y, m.y);
+  split_e4m3x4(q.z, l.z, m.z);
+  split_e4m3x4(q.w, l.w, m.w);
+  *reinterpret_cast<uint4*>(x_large + offset) = l;
+  *reinterpret_cast<uint4*>(x_small + offset) = m;
+}
+
+// Pre-quantized rows -> split rows (contract::path_split_rows), and their
+// scale words beside them: 16 elements per thread.
+template <int kHidden>
+__device__ void moe_split_rows(u8* __restrict__ x_large, u8* __restrict__ x_small, u32* __restrict__ x_scales,
+                               const u8* __restrict__ x_q, const u32* __restrict__ x_scales_in, u32 tokens) {
+  const u32 chunks = tokens * (kHidden / 16);
+  for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
+    const u64 offset = u64(c) * 16;
+    store_split(x_large, x_small, offset, *reinterpret_cast<const uint4*>(x_q + offset));
+    if (c % 8 == 0) x_scales[c / 8] = x_scales_in[c / 8];
+  }
+}
+
 // BF16 activations -> MXFP8 (and, with kImage, its BF16 image): one thread per
 // 32-element block, so the block amax never leaves the thread.
-template <int kHidden, int kImage>
-__device__ void moe_quantize_rows(u8* __restrict__ x_q, u32* __restrict__ x_scales, u16* __restrict__ x_bf16,
-                                  const u16* __restrict__ x, u32 tokens) {
+template <int kHidden, int kImage, int kSplit>
+__device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u32* __restrict__ x_scales,
+                                  u16* __restrict__ x_bf16, const u16* __restrict__ x, u32 tokens) {
   const u32 blocks = tokens * (kHidden / 32);
   for (u32 b = blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += gridDim.x * blockDim.x) {
     const u32 token = b / (kHidden / 32), k = (b % (kHidden / 32)) * 32;
@@ -62,9 +93,15 @@ __device__ void moe_quantize_rows(u8* __restrict__ x_q, u32* __restrict__ x_scal
       q[i / 2] = (i % 2) ? (q[i / 2] | (pair << 16)) : pair;
       img[i] = u32(mxfp8_to_bf16(pair & 0xFFu, code)) | (u32(mxfp8_to_bf16(pair >> 8, code)) << 16);
     }
-    uint4* qdst = reinterpret_cast<uint4*>(x_q + u64(token) * kHidden + k);
-    qdst[0] = make_uint4(q[0], q[1], q[2], q[3]);
-    qdst[1] = make_uint4(q[4], q[5], q[6], q[7]);
+    const u64 offset = u64(token) * kHidden + k;
+    if (kSplit) {
+      store_split(x_q, x_small, offset, make_uint4(q[0], q[1], q[2], q[3]));
+      store_split(x_q, x_small, offset + 16, make_uint4(q[4], q[5], q[6], q[7]));
+    } else {
+      uint4* qdst = reinterpret_cast<uint4*>(x_q + offset);
+      qdst[0] = make_uint4(q[0], q[1], q[2], q[3]);
+      qdst[1] = make_uint4(q[4], q[5], q[6], q[7]);
+    }
     reinterpret_cast<u8*>(x_scales)[u64(token) * (kHidden / 32) + k / 32] = u8(code);
     if (kImage) {
       uint4* dst = reinterpret_cast<uint4*>(x_bf16 + u64(token) * kHidden + k);
@@ -85,10 +122,13 @@ __device__ void moe_dispatch(const u8* x_q_in, const u32* x_scales_in, const u16
   u8* x_q = ws + l.x_q;
   u32* x_scales = reinterpret_cast<u32*>(ws + l.x_scales);
   u16* x_bf16 = reinterpret_cast<u16*>(ws + l.x_bf16);
+  constexpr bool kSplit = contract::path_split_rows(kPath);
   if (kInputBf16)
-    moe_quantize_rows<kHidden, kImage>(x_q, x_scales, x_bf16, x_bf16_in, tokens);
+    moe_quantize_rows<kHidden, kImage, kSplit>(x_q, ws + l.x_small, x_scales, x_bf16, x_bf16_in, tokens);
   else if (kImage)
     moe_bf16_image<kHidden>(x_bf16, x_q_in, x_scales_in, tokens);
+  else if (kSplit)
+    moe_split_rows<kHidden>(x_q, ws + l.x_small, x_scales, x_q_in, x_scales_in, tokens);
 }
 
 }  // namespace moejit

@@ -3,6 +3,7 @@
 // left asynchronous), and the layer's input checks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -123,7 +124,8 @@ TEST_CASE("the paths are the atoms the table says, and a target without one is r
   CHECK_THROWS_WITH_AS(
       codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("rtx-pro-5000"), exact),
       "rtx-pro-5000 (sm_120a) has no exact compute path for recipe w4a8-mx", codegen::PlanError);
-  // The exact atom stages BF16 images: the dispatch role always runs; the fast one reads the caller's x.
+  // The exact atom stages BF16 images and the fast one split rows (large and small elements): either way the
+  // dispatch role always runs.
   const codegen::MoeLaunchPlan e =
       codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), exact);
   CHECK(e.dispatch.launched);
@@ -131,7 +133,11 @@ TEST_CASE("the paths are the atoms the table says, and a target without one is r
   fast.path = codegen::ComputePath::fast;
   const codegen::MoeLaunchPlan f =
       codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), fast);
-  CHECK(!f.dispatch.launched);
+  CHECK(f.dispatch.launched);
+  CHECK(std::any_of(f.notes.begin(), f.notes.end(),
+                    [](const std::string& n) { return n.find("large and small elements") != std::string::npos; }));
+  CHECK(std::none_of(e.notes.begin(), e.notes.end(),
+                     [](const std::string& n) { return n.find("large and small elements") != std::string::npos; }));
   // W4A16: the exact atom's mainloop on the caller's BF16 rows, no dispatch role, and nothing but BF16 input.
   codegen::MoeConfig w4a16 = codegen::builtin_model("glm5.2");
   w4a16.recipe = codegen::Recipe::w4a16;
