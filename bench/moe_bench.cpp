@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);
   fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), path {}, recipe {}{}\n", dev.name,
-             dev.sm_count, bw, codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a)),
+             dev.sm_count, bw, codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<13} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
              "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs");

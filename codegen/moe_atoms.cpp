@@ -8,8 +8,8 @@ std::string_view path_name(ComputePath p) {
   return p == ComputePath::fast ? "fast" : "exact";
 }
 
-ComputePath default_path(Arch arch) {
-  return arch == Arch::sm_90a ? ComputePath::exact : ComputePath::fast;
+ComputePath default_path(Arch arch, Recipe recipe) {
+  return arch == Arch::sm_90a && recipe == Recipe::w4a16 ? ComputePath::exact : ComputePath::fast;
 }
 
 std::optional<ComputePath> parse_path(std::string_view text) {

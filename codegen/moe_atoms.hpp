@@ -22,13 +22,13 @@ enum class ComputePath {
 };
 std::string_view path_name(ComputePath p);  // "fast", "exact"
 std::optional<ComputePath> parse_path(std::string_view text);
-// The path a target runs when none is asked for. On sm_90a that is the exact
-// path: the fast path misses the accuracy bar (cosine >= 0.99999 against the
-// quantized reference on the whole GPU matrix), because its GEMM1 handoff
-// requantizes a few elements one step away from the reference's (docs/numerics.md).
-ComputePath default_path(Arch arch);
-inline ComputePath resolve_path(std::optional<ComputePath> path, Arch arch) {
-  return path ? *path : default_path(arch);
+// The path a target runs for a recipe when none is asked for: the fast one
+// wherever the recipe has it. On sm_90a the fast path meets the exact path's
+// accuracy bar since GEMM1 sums split rows (docs/numerics.md); W4A16 exists on
+// the exact atom only.
+ComputePath default_path(Arch arch, Recipe recipe);
+inline ComputePath resolve_path(std::optional<ComputePath> path, Arch arch, Recipe recipe) {
+  return path ? *path : default_path(arch, recipe);
 }
 
 struct AtomTraits {

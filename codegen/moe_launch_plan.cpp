@@ -66,7 +66,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   p.target = std::string(device.target.name());
   p.batch = batch;
   p.options = options;
-  p.options.path = resolve_path(options.path, device.target.arch);
+  p.options.path = resolve_path(options.path, device.target.arch, config.recipe);
   const ComputePath path = *p.options.path;
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
 

@@ -88,7 +88,7 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& opti
                                          device_.name, device_.cc_major, device_.cc_minor));
   target_ = *target;
   // The layer holds the resolved path: its weights are packed for that atom.
-  options_.codegen.path = codegen::resolve_path(options.codegen.path, target_.arch);
+  options_.codegen.path = codegen::resolve_path(options.codegen.path, target_.arch, config_.recipe);
   // W4A16 has one input format: BF16 x (the planner implies it the same way).
   if (config_.recipe == codegen::Recipe::w4a16) options_.codegen.input_bf16 = true;
   atom_ = codegen::find_atom(target_, *options_.codegen.path, config.recipe);

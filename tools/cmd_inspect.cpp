@@ -73,7 +73,7 @@ codegen::KernelSpec moe_spec(const Args& args, codegen::Target target) {
   }
   const std::string role = args.get_or("role", "compute");
   if (role == "transform" || role == "transform-w2") {
-    const codegen::ComputePath path = codegen::resolve_path(options.path, target.arch);
+    const codegen::ComputePath path = codegen::resolve_path(options.path, target.arch, config.recipe);
     const codegen::AtomTraits* atom = codegen::find_atom(target, path, config.recipe);
     if (!atom) throw UsageError(fmt::format("--path: {} has no {} path", target.name(), codegen::path_name(path)));
     return codegen::moe_weight_transform_spec(config, *atom, target,

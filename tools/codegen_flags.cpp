@@ -7,8 +7,8 @@ namespace moejit::tools {
 std::vector<OptionSpec> codegen_option_specs() {
   return {
       {"path", true,
-       "compute path: exact (sm_90a default: BF16 products, bit-exact GEMM1) or fast (sm_90a: E4M3 "
-       "wgmma, FP32 scaling per K32; sm_120a default); docs/numerics.md",
+       "compute path: fast (the default: sm_90a E4M3 wgmma on split rows, FP32 scaling per K32; sm_120a "
+       "block-scaled MMA) or exact (sm_90a: BF16 products; the only path of W4A16); docs/numerics.md",
        "P"},
       {"input-bf16", false, "x arrives as BF16 and the dispatch role quantizes it to MXFP8"},
       {"recipe", true,

@@ -68,7 +68,7 @@ class MoeLayer:
     JSON file or a dict. ``w1, s1, w2, s2`` are the checkpoint's MXFP4 expert
     weights and scales on the GPU, uint8 (``weight_shapes(config)``); the
     layer packs them into its own layout on construction and keeps no
-    reference to them. Options: ``path`` ("exact" or "fast"), ``input_bf16``,
+    reference to them. Options: ``path`` ("fast", the default, or "exact"), ``input_bf16``,
     ``tile_n``, ``stages``, ``ctas_per_sm``, ``device``,
     ``check_routes_on_host``, ``pdl``, ``use_graphs``.
     """

@@ -55,7 +55,7 @@ TEST_CASE("public API: plan on a built-in device, no GPU") {
   const moejit::Plan p = moejit::plan(moejit::builtin_config("glm5.2"), 8, "h200");
   CHECK(p.batch == 8);
   CHECK(p.target == "sm_90a");
-  CHECK(p.path == "exact");
+  CHECK(p.path == "fast");
   CHECK(p.compute.launched);
   CHECK(p.compute.grid > 0);
   CHECK(p.workspace_bytes > 0);
@@ -114,15 +114,16 @@ TEST_CASE("public API: pack_weights packs a checkpoint on the host, sized and ch
   s2[7] = 127;
   moejit::CheckpointWeightsHost host{w1.data(), s1.data(), w2.data(), s2.data(),
                                      w1.size(), s1.size(), w2.size(), s2.size()};
-  const moejit::PackedWeights exact = moejit::pack_weights(c, host);
+  moejit::LayerOptions exact_path;
+  exact_path.path = "exact";
+  const moejit::PackedWeights exact = moejit::pack_weights(c, host, exact_path);
   CHECK(exact.w1.size() == w1.size() + s1.size());  // the payload and its scale words, rearranged
   CHECK(exact.w2.size() == w2.size() + s2.size());
   CHECK(exact.top_scale_code == 127);
-  CHECK(exact.atom == moejit::plan(c, 1).atom);
-  moejit::LayerOptions fast;
-  fast.path = "fast";
-  const moejit::PackedWeights f = moejit::pack_weights(c, host, fast);
-  CHECK(f.atom == moejit::plan(c, 1, "h200", fast).atom);
+  CHECK(exact.atom == moejit::plan(c, 1, "h200", exact_path).atom);
+  moejit::LayerOptions fast;  // the default path
+  const moejit::PackedWeights f = moejit::pack_weights(c, host);
+  CHECK(f.atom == moejit::plan(c, 1).atom);
   CHECK(f.atom != exact.atom);
   CHECK(f.w1 != exact.w1);  // each atom has its own fragment order
   // Every nibble and scale byte lands somewhere: the byte histograms of the scales agree.
@@ -138,7 +139,7 @@ TEST_CASE("public API: pack_weights packs a checkpoint on the host, sized and ch
   no_w2.w2 = nullptr;
   CHECK(field_of([&] { moejit::pack_weights(c, no_w2); }) == "w2");
   s1[3] = 200;  // beyond the exact atom's codes, within the fast one's
-  CHECK(field_of([&] { moejit::pack_weights(c, host); }) == "weight scales");
+  CHECK(field_of([&] { moejit::pack_weights(c, host, exact_path); }) == "weight scales");
   CHECK(moejit::pack_weights(c, host, fast).top_scale_code == 200);
   s1[3] = 255;  // NaN in UE8M0: no path takes it
   CHECK(field_of([&] { moejit::pack_weights(c, host, fast); }) == "weight scales");

@@ -158,12 +158,15 @@ TEST_CASE("the paths are the atoms the table says, and a target without one is r
                        "h200 (sm_90a) has no fast compute path for recipe w4a16", codegen::PlanError);
   CHECK_THROWS_WITH_AS(codegen::plan_launch(w4a16, 8, codegen::builtin_profile("rtx-pro-5000"), bf16_in),
                        "rtx-pro-5000 (sm_120a) has no fast compute path for recipe w4a16", codegen::PlanError);
-  // No path asked for: sm_90a runs the exact path (the fast one misses the accuracy bar on small problems),
-  // sm_120a its only one.
+  // No path asked for: the fast path (on sm_90a it meets the exact path's accuracy bar on split rows), except
+  // for W4A16, which has the exact atom only.
   const codegen::MoeLaunchPlan d =
       codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), {});
-  CHECK(d.atom == "sm90-bf16-mma");
-  CHECK(*d.options.path == codegen::ComputePath::exact);
+  CHECK(d.atom == "sm90-fp8-wgmma");
+  CHECK(*d.options.path == codegen::ComputePath::fast);
+  const codegen::MoeLaunchPlan dw = codegen::plan_launch(w4a16, 8, codegen::builtin_profile("h200"), {});
+  CHECK(dw.atom == "sm90-bf16-mma-w4a16");
+  CHECK(*dw.options.path == codegen::ComputePath::exact);
   CHECK(codegen::plan_launch(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("rtx-pro-5000"), {}).atom ==
         "sm120-mxf8f6f4");
 }
