@@ -20,6 +20,15 @@ codegen::MoeConfig to_internal(const Config& c) {
   if (!recipe) throw Error("recipe", fmt::format("recipe = '{}' is invalid: must be w4a8-mx or w4a16", c.recipe));
   m.recipe = *recipe;
   m.swiglu_clamp = c.swiglu_clamp;
+  const auto activation = codegen::parse_activation(c.activation);
+  if (!activation)
+    throw Error("activation", fmt::format("activation = '{}' is invalid: must be swiglu or gpt-oss", c.activation));
+  m.activation = *activation;
+  m.alpha = c.alpha;
+  const auto gate_up = codegen::parse_gate_up(c.gate_up);
+  if (!gate_up)
+    throw Error("gate_up", fmt::format("gate_up = '{}' is invalid: must be halves or interleaved", c.gate_up));
+  m.gate_up = *gate_up;
   if (c.shared_expert_k_group) m.shared_expert = codegen::SharedExpert{*c.shared_expert_k_group};
   m.dispatch_sms = c.dispatch_sms;
   m.token_capacity = c.token_capacity;
@@ -37,6 +46,9 @@ Config to_public(const codegen::MoeConfig& m) {
   c.intermediate = m.intermediate;
   c.recipe = std::string(codegen::recipe_name(m.recipe));
   c.swiglu_clamp = m.swiglu_clamp;
+  c.activation = std::string(codegen::activation_name(m.activation));
+  c.alpha = m.alpha;
+  c.gate_up = std::string(codegen::gate_up_name(m.gate_up));
   c.shared_expert_k_group = m.shared_expert ? std::optional<int>(m.shared_expert->k_group) : std::nullopt;
   c.dispatch_sms = m.dispatch_sms;
   c.token_capacity = m.token_capacity;

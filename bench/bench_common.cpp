@@ -55,8 +55,8 @@ std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens
     const oracle::RandomInputs in = oracle::random_inputs(p, tokens, oracle::RoutingKind::uniform, rng());
     s.xq = runtime::DeviceBuffer(in.xq.elements.size());
     s.xq.upload(in.xq.elements);
-    s.xs = runtime::DeviceBuffer(in.xs_words.size() * 4);
-    s.xs.upload(in.xs_words);
+    s.xs = runtime::DeviceBuffer(in.xq.scales.size());
+    s.xs.upload(in.xq.scales);
     s.xb = runtime::DeviceBuffer(in.x_bf16.size() * 2);
     s.xb.upload(in.x_bf16);
     s.ids = runtime::DeviceBuffer(in.routing.ids.size() * 4);

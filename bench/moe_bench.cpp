@@ -32,7 +32,7 @@ double median(const std::vector<double>& v) {
 }
 
 struct Model {
-  const char* name;
+  std::string name;
   codegen::MoeConfig config;
 };
 }  // namespace
@@ -56,7 +56,11 @@ int main(int argc, char** argv) {
       ctas_list = bench::parse_int_list(argv[++i]);
     else if (a == "--model" && i + 1 < argc)
       only_model = argv[++i];
-    else if (a == "--path" && i + 1 < argc && codegen::parse_path(argv[i + 1]))
+    else if (a == "--config" && i + 1 < argc) {  // a JSON config (moejit plan --help) instead of the built-ins
+      const codegen::MoeConfig c = codegen::load_moe_config(argv[++i]);
+      models = {{c.name, c}};
+      only_model.clear();
+    } else if (a == "--path" && i + 1 < argc && codegen::parse_path(argv[i + 1]))
       codegen_options.path = *codegen::parse_path(argv[++i]);
     else if (a == "--tile-n" && i + 1 < argc)
       codegen_options.tile_n = std::stoi(argv[++i]);
@@ -69,7 +73,7 @@ int main(int argc, char** argv) {
       if (recipe == codegen::Recipe::w4a16) codegen_options.input_bf16 = true;  // its activations are BF16
     } else {
       fmt::print(stderr,
-                 "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model glm5.2|dsv4.1-flash] "
+                 "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model glm5.2|dsv4.1-flash | --config FILE] "
                  "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] [--tile-n N] "
                  "[--stages S]\n");
       return 2;
@@ -82,7 +86,8 @@ int main(int argc, char** argv) {
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);
   fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), path {}, recipe {}{}\n", dev.name,
-             dev.sm_count, bw, codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
+             dev.sm_count, bw,
+             codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<13} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
              "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs");

@@ -14,7 +14,9 @@ constexpr int k_max_ranks = 32;
 constexpr int k_max_top_k = 32;
 constexpr int k_min_hidden = 512, k_max_hidden = 8192;
 constexpr int k_min_intermediate = 256, k_max_intermediate = 4096;
-constexpr int k_dim_multiple = 128;  // one K=128 block: the weight tile's K extent
+// One MX block. The kernels run 128-wide steps over H and I padded to 128
+// (zero weights and activations: padded_hidden, moe_launch_plan.hpp), so any multiple of 32 works.
+constexpr int k_dim_multiple = 32;
 // Not in Table 10. The operator is a decode operator: its per-position route,
 // relay and pull-cache arrays scale with R * Bcap * k. The large-token regime
 // (4k tokens and up) is the split pipeline of the prime-flash-moe seed.
@@ -58,6 +60,23 @@ std::optional<Recipe> parse_recipe(std::string_view text) {
   return std::nullopt;
 }
 
+std::string_view activation_name(Activation a) {
+  return a == Activation::gpt_oss ? "gpt-oss" : "swiglu";
+}
+std::optional<Activation> parse_activation(std::string_view text) {
+  if (text == "swiglu") return Activation::swiglu;
+  if (text == "gpt-oss") return Activation::gpt_oss;
+  return std::nullopt;
+}
+std::string_view gate_up_name(GateUp g) {
+  return g == GateUp::interleaved ? "interleaved" : "halves";
+}
+std::optional<GateUp> parse_gate_up(std::string_view text) {
+  if (text == "halves") return GateUp::halves;
+  if (text == "interleaved") return GateUp::interleaved;
+  return std::nullopt;
+}
+
 bool valid_config_name(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name)
@@ -87,6 +106,8 @@ void validate(const MoeConfig& c) {
   if (c.swiglu_clamp && !(std::isfinite(*c.swiglu_clamp) && *c.swiglu_clamp > 0))
     fail("swiglu_clamp", fmt::format("swiglu_clamp = {}", *c.swiglu_clamp),
          "must be a finite number > 0 (or null for no clamp)");
+  if (!(std::isfinite(c.alpha) && c.alpha > 0))
+    fail("alpha", fmt::format("alpha = {}", c.alpha), "must be a finite number > 0 (gpt-oss: 1.702)");
   if (c.shared_expert && c.shared_expert->k_group != 32 && c.shared_expert->k_group != 128)
     fail("shared_expert.k_group", fmt::format("shared_expert.k_group = {}", c.shared_expert->k_group),
          "must be 32 or 128 (the shared FP8 weights' scale K-group)");

@@ -24,6 +24,19 @@ enum class Recipe {
 std::string_view recipe_name(Recipe r);  // "w4a8-mx", "w4a16"
 std::optional<Recipe> parse_recipe(std::string_view text);
 
+// The gated activation on W1's gate g and up u (c = swiglu_clamp; DESIGN.md):
+//   swiglu  (the seeds'): g' = min(g, c), u' = clamp(u, -c, c), act = g' sigmoid(g') u'
+//   gpt_oss (gpt-oss's):  the same clamps (c: its limit, 7), act = g' sigmoid(alpha g') (u' + 1)
+enum class Activation { swiglu, gpt_oss };
+std::string_view activation_name(Activation a);  // "swiglu", "gpt-oss"
+std::optional<Activation> parse_activation(std::string_view text);
+
+// W1's gate and up rows in the checkpoint: halves (gate rows 0..I-1, then up
+// rows I..2I-1) or interleaved (gpt-oss: gate i at row 2i, up i at row 2i+1).
+enum class GateUp { halves, interleaved };
+std::string_view gate_up_name(GateUp g);  // "halves", "interleaved"
+std::optional<GateUp> parse_gate_up(std::string_view text);
+
 // One shared expert fused into the compute role (paper §4.7): FP8 weights with
 // a K-group of 32 or 128 for their packed UE8M0 scales.
 struct SharedExpert {
@@ -43,6 +56,9 @@ struct MoeConfig {
   // SwiGLU clamp c (g' = min(g, c), u' = clamp(u, -c, c)); nullopt = no clamp.
   // 10 is the paper's evaluation setting (Table 3).
   std::optional<float> swiglu_clamp = 10.0f;
+  Activation activation = Activation::swiglu;
+  float alpha = 1.702f;  // gpt_oss: the sigmoid's slope
+  GateUp gate_up = GateUp::halves;
   std::optional<SharedExpert> shared_expert;
   int dispatch_sms = 6;      // S_dispatch requested for role 1 (eq. 5; GC_MOE_SM120_DISPATCH_SMS)
   int token_capacity = 256;  // Bcap: the most tokens per rank the workspace holds
@@ -57,7 +73,7 @@ struct MoeConfig {
 };
 
 // A field outside its allowed range. what() reads e.g.
-// "hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]";
+// "hidden H = 520 is invalid: must be a multiple of 32 in [512, 8192]";
 // field() is the JSON key ("hidden", "shared_expert.k_group", "batch", ...).
 class ConfigError : public std::invalid_argument {
  public:

@@ -8,8 +8,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "cache/bounded_json.hpp"
 #include "cache/printable.hpp"
@@ -21,9 +23,10 @@ namespace {
 // /dev/zero` from reading until memory runs out.
 constexpr std::size_t k_max_config_bytes = 1 << 20;
 
-constexpr const char* k_known_keys[] = {"name",          "ranks",        "experts",        "top_k",
-                                        "hidden",        "intermediate", "recipe",         "swiglu_clamp",
-                                        "shared_expert", "dispatch_sms", "token_capacity", "batched_routes"};
+constexpr const char* k_known_keys[] = {"name",         "ranks",          "experts",       "top_k",
+                                        "hidden",       "intermediate",   "recipe",        "swiglu_clamp",
+                                        "activation",   "alpha",          "gate_up",       "shared_expert",
+                                        "dispatch_sms", "token_capacity", "batched_routes"};
 
 [[noreturn]] void type_error(const std::string& field, const char* expected, const nlohmann::json& v) {
   throw ConfigError(field, fmt::format("{} must be {}, got {}", field, expected, cache::json_excerpt(v)));
@@ -39,6 +42,23 @@ int get_int(const nlohmann::json& obj, const std::string& key, const std::string
   if (!fits)
     throw ConfigError(field, fmt::format("{} = {} is invalid: does not fit a 32-bit integer", field, v.dump()));
   return static_cast<int>(v.get<std::int64_t>());
+}
+
+// A string field naming one of an enum's values; `parse` maps a name to the value.
+template <class Enum, class Parse>
+void read_name(const nlohmann::json& j, const char* key, Enum& out, Parse parse, std::initializer_list<Enum> all,
+               std::string_view (*name)(Enum)) {
+  if (!j.contains(key)) return;
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_string()) type_error(key, "a string", v);
+  if (auto parsed = parse(v.get<std::string>())) {
+    out = *parsed;
+    return;
+  }
+  std::vector<std::string> names;
+  for (Enum e : all) names.push_back(fmt::format("\"{}\"", name(e)));
+  throw ConfigError(
+      key, fmt::format("{} = {} is invalid: must be {}", key, cache::json_excerpt(v), fmt::join(names, " or ")));
 }
 
 void read_int(const nlohmann::json& j, const char* key, int& out, bool required) {
@@ -58,6 +78,9 @@ void to_json(nlohmann::json& j, const MoeConfig& c) {
        {"intermediate", c.intermediate},
        {"recipe", recipe_name(c.recipe)},
        {"swiglu_clamp", c.swiglu_clamp ? nlohmann::json(*c.swiglu_clamp) : nlohmann::json(nullptr)},
+       {"activation", activation_name(c.activation)},
+       {"alpha", c.alpha},
+       {"gate_up", gate_up_name(c.gate_up)},
        {"shared_expert",
         c.shared_expert ? nlohmann::json{{"k_group", c.shared_expert->k_group}} : nlohmann::json(nullptr)},
        {"dispatch_sms", c.dispatch_sms},
@@ -84,15 +107,13 @@ void from_json(const nlohmann::json& j, MoeConfig& c) {
   read_int(j, "top_k", out.top_k, true);
   read_int(j, "hidden", out.hidden, true);
   read_int(j, "intermediate", out.intermediate, true);
-  if (j.contains("recipe")) {
-    const nlohmann::json& v = j.at("recipe");
-    if (!v.is_string()) type_error("recipe", "a string", v);
-    auto recipe = parse_recipe(v.get<std::string>());
-    if (!recipe)
-      throw ConfigError("recipe",
-                        fmt::format("recipe = {} is invalid: must be \"{}\" or \"{}\"", cache::json_excerpt(v),
-                                    recipe_name(Recipe::w4a8_mx), recipe_name(Recipe::w4a16)));
-    out.recipe = *recipe;
+  read_name(j, "recipe", out.recipe, parse_recipe, {Recipe::w4a8_mx, Recipe::w4a16}, recipe_name);
+  read_name(j, "activation", out.activation, parse_activation, {Activation::swiglu, Activation::gpt_oss},
+            activation_name);
+  read_name(j, "gate_up", out.gate_up, parse_gate_up, {GateUp::halves, GateUp::interleaved}, gate_up_name);
+  if (j.contains("alpha")) {
+    if (!j.at("alpha").is_number()) type_error("alpha", "a number", j.at("alpha"));
+    out.alpha = j.at("alpha").get<float>();
   }
   if (j.contains("swiglu_clamp")) {
     const nlohmann::json& v = j.at("swiglu_clamp");

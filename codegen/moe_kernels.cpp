@@ -6,6 +6,14 @@
 #include "templates/moe_weight_layouts.cuh"
 
 namespace moejit::codegen {
+
+contract::ProjectionShape projection_shape(const MoeConfig& config, Projection which) {
+  const int h = padded_hidden(config), i = padded_intermediate(config);
+  const bool interleaved = config.gate_up == GateUp::interleaved;
+  if (which == Projection::w1) return {2 * i, h, 2 * config.intermediate, config.hidden, true, interleaved};
+  return {h, i, config.hidden, config.intermediate, false, false};
+}
+
 namespace {
 KernelSpec base_spec(const char* kernel, const char* tmpl, const char* fn, const std::string& target, int threads) {
   KernelSpec s;
@@ -18,7 +26,7 @@ KernelSpec base_spec(const char* kernel, const char* tmpl, const char* fn, const
 }
 
 contract::MoeDims dims_of(const MoeConfig& c, int contract_path) {
-  return {c.local_experts(), c.top_k, c.hidden, c.intermediate, c.token_capacity, contract_path};
+  return workspace_dims(c, contract_path);
 }
 
 // The workspace dimensions as template constants, in the order the role templates take them.
@@ -41,11 +49,14 @@ std::optional<KernelSpec> moe_dispatch_spec(const MoeConfig& config, const MoeLa
   KernelSpec s =
       base_spec("moe_dispatch", "moe_dispatch.cuh", "moejit::moe_dispatch", plan.target, plan.dispatch.threads);
   s.constants = dims_constants(d);
+  s.constants.emplace_back("kHiddenIn", config.hidden);
   s.constants.emplace_back("kInputBf16", plan.options.input_bf16 ? 1 : 0);
+  // W4A16 stages the caller's BF16 rows as they are (padded); w4a8-mx quantizes them.
+  s.constants.emplace_back("kQuantize", config.recipe == Recipe::w4a8_mx ? 1 : 0);
   s.constants.emplace_back("kImage", contract::path_fp8_rows(plan.contract_path) ? 0 : 1);
   s.params = {
       {"x_q", ParamType::ptr, "const moejit::u8*"},
-      {"x_scales", ParamType::ptr, "const moejit::u32*"},
+      {"x_scales", ParamType::ptr, "const moejit::u8*"},
       {"x_bf16", ParamType::ptr, "const moejit::u16*"},
       {"tokens", ParamType::u32, "moejit::u32"},
       {"ws", ParamType::ptr, "moejit::u8*"},
@@ -63,10 +74,17 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
   if (!atom) throw std::invalid_argument("moe_compute_spec: unknown atom '" + plan.atom + "'");
   const contract::MoeDims d = dims_of(config, plan.contract_path);
   KernelSpec s = base_spec("moe_compute", "moe_compute.cuh", atom->compute_function, plan.target, plan.compute.threads);
-  s.constants = {{"kExperts", d.experts},     {"kTopK", d.top_k},        {"kHidden", d.hidden},
-                 {"kInter", d.inter},         {"kCapacity", d.capacity}, {"kGroups", plan.groups},
-                 {"kTiles", plan.tiles},      {"kTileN", plan.tile_n},   {"kStages", plan.stages},
-                 {"kGrid", plan.compute.grid}};
+  s.constants = {{"kExperts", d.experts},
+                 {"kTopK", d.top_k},
+                 {"kHidden", d.hidden},
+                 {"kInter", d.inter},
+                 {"kCapacity", d.capacity},
+                 {"kGroups", plan.groups},
+                 {"kTiles", plan.tiles},
+                 {"kTileN", plan.tile_n},
+                 {"kStages", plan.stages},
+                 {"kGrid", plan.compute.grid},
+                 {"kActivation", config.activation == Activation::gpt_oss ? 1 : 0}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";
@@ -81,13 +99,14 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
       {"ws", ParamType::ptr, "moejit::u8*"},
       {"tokens", ParamType::u32, "moejit::u32"},
       {"clamp", ParamType::f32, "float"},
+      {"alpha", ParamType::f32, "float"},
   };
   s.static_checks = {
       {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}).total", plan.contract_path, plan.tiles,
                    plan.tile_n, plan.stages, d.experts),
        plan.compute.smem_bytes},
       {fmt::format("moejit::contract::compute_threads({})", plan.groups), plan.compute.threads},
-      {"sizeof(moejit::ComputeParams)", 7 * 8 + 4 + 4},
+      {"sizeof(moejit::ComputeParams)", 7 * 8 + 4 + 4 + 4 + 4},  // the last 4: padding to 8
       {fmt::format("moejit::contract::weight_box_rows({})", plan.tiles), contract::weight_box_rows(plan.tiles)},
       workspace_check(d),
   };
@@ -102,6 +121,7 @@ KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan)
   KernelSpec s =
       base_spec("moe_finalize", "moe_finalize.cuh", "moejit::moe_finalize", plan.target, plan.finalize.threads);
   s.constants = dims_constants(d);
+  s.constants.emplace_back("kHiddenIn", config.hidden);
   s.params = {
       {"topk_ids", ParamType::ptr, "const moejit::i32*"},
       {"y", ParamType::ptr, "moejit::u16*"},
@@ -125,10 +145,14 @@ KernelSpec moe_weight_transform_spec(const MoeConfig& config, const AtomTraits& 
   const bool w1 = which == Projection::w1;
   KernelSpec s = base_spec("moe_weight_transform", "moe_weight_transform.cuh", "moejit::moe_weight_transform",
                            std::string(target.name()), k_transform_threads);
+  const contract::ProjectionShape shape = projection_shape(config, which);
   s.constants = {{"kExperts", config.local_experts()},
-                 {"kRows", w1 ? 2 * config.intermediate : config.hidden},
-                 {"kK", w1 ? config.hidden : config.intermediate},
-                 {"kInterleave", w1 ? 1 : 0},
+                 {"kRows", shape.rows},
+                 {"kK", shape.k},
+                 {"kSrcRows", shape.src_rows},
+                 {"kSrcK", shape.src_k},
+                 {"kW1", w1 ? 1 : 0},
+                 {"kGateUpInterleaved", shape.gate_up_interleaved ? 1 : 0},
                  {"kLayout", atom.weight_layout}};
   s.params = {
       {"payload_in", ParamType::ptr, "const moejit::u8*"},

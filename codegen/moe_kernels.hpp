@@ -9,6 +9,7 @@
 
 #include "codegen/kernel_spec.hpp"
 #include "codegen/moe_launch_plan.hpp"
+#include "templates/moe_weight_layouts.cuh"
 
 namespace moejit::codegen {
 
@@ -21,8 +22,12 @@ KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan)
 // The role kernels a forward of the plan launches, in launch order.
 std::vector<KernelSpec> moe_role_specs(const MoeConfig& config, const MoeLaunchPlan& plan);
 
-// W1 (rows 2I, K = H, gate/up interleaved) or W2 (rows H, K = I) into the atom's step blobs.
+// W1 (rows 2I, K = H, gate/up paired per tile) or W2 (rows H, K = I) into the atom's step blobs.
 enum class Projection { w1, w2 };
+// The projection as packed (H and I padded to 128) and as the checkpoint holds it: the one
+// definition the transform kernel, the host packer and the layer's buffer sizes share.
+contract::ProjectionShape projection_shape(const MoeConfig& config, Projection which);
+
 KernelSpec moe_weight_transform_spec(const MoeConfig& config, const AtomTraits& atom, Target target, Projection which);
 
 // Every kernel a layer needs for `batch` on the profile's target: the roles and both transforms.

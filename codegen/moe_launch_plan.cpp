@@ -35,6 +35,16 @@ int register_cap_for(int regs_per_sm, int threads, int ctas) {
 }
 }  // namespace
 
+int padded_hidden(const MoeConfig& config) {
+  return static_cast<int>(contract::align_up(config.hidden, 128));
+}
+int padded_intermediate(const MoeConfig& config) {
+  return static_cast<int>(contract::align_up(config.intermediate, 128));
+}
+contract::MoeDims workspace_dims(const MoeConfig& c, int contract_path) {
+  return {c.local_experts(), c.top_k, padded_hidden(c), padded_intermediate(c), c.token_capacity, contract_path};
+}
+
 void validate(const MoeCodegenOptions& o) {
   if (o.tile_n != 0 && o.tile_n != 8 && o.tile_n != 16 && o.tile_n != 32 && o.tile_n != 64)
     throw ConfigError("tile_n",
@@ -95,8 +105,11 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   p.groups = atom->groups;
   // Items cover `tiles` 64-row tiles; both projections' M extents (2I and H rows) must split into them.
   p.tiles = atom->tiles;
-  while (p.tiles > p.groups && ((2 * config.intermediate / 64) % p.tiles || (config.hidden / 64) % p.tiles))
-    p.tiles /= 2;
+  const int H = padded_hidden(config), I = padded_intermediate(config);
+  if (H != config.hidden || I != config.intermediate)
+    note(fmt::format("H = {}, I = {} run as {} and {}: the kernels step 128 wide over zero padding", config.hidden,
+                     config.intermediate, H, I));
+  while (p.tiles > p.groups && ((2 * I / 64) % p.tiles || (H / 64) % p.tiles)) p.tiles /= 2;
   note(fmt::format("items of {} rows: {} tiles of 64 over {} consumer warpgroup(s)", 64 * p.tiles, p.tiles, p.groups));
 
   // Compute: the deepest pipeline (up to 12 stages) that lets `ctas` CTAs share an SM.
@@ -144,10 +157,22 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   // Dispatch: only when the compute role cannot read the caller's x as it is.
   const bool image = !contract::path_fp8_rows(p.contract_path);
   const bool split = contract::path_split_rows(p.contract_path);
-  if (config.recipe == Recipe::w4a16) {
+  const bool padded = H != config.hidden;
+  const std::string pad_note = padded ? fmt::format(", padding H = {} to {}", config.hidden, H) : "";
+  if (config.recipe == Recipe::w4a16 && !padded) {
     note("dispatch: not launched (W4A16: the compute role reads the caller's BF16 x and routes by itself)");
-  } else if (options.input_bf16 || image || split) {
-    const std::int64_t work = std::int64_t{batch} * config.hidden / (options.input_bf16 ? 32 : 16);
+  } else if (config.recipe == Recipe::w4a16) {
+    p.dispatch = {
+        true,
+        std::min(ceil_div(std::int64_t{batch} * H / 8, k_dispatch_threads), k_streaming_ctas_per_sm * device.sm_count),
+        k_dispatch_threads,
+        0,
+        1,
+        0};
+    note(fmt::format("dispatch: copies the BF16 x{} ({} threads x {} CTAs)", pad_note, k_dispatch_threads,
+                     p.dispatch.grid));
+  } else if (options.input_bf16 || image || split || padded) {
+    const std::int64_t work = std::int64_t{batch} * H / (image ? 16 : 32);
     p.dispatch = {true,
                   std::min(ceil_div(work, k_dispatch_threads), k_streaming_ctas_per_sm * device.sm_count),
                   k_dispatch_threads,
@@ -156,10 +181,11 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                   0};
     const char* what = options.input_bf16 ? "quantizes the BF16 x to MXFP8"
                        : image            ? "writes the BF16 image of x"
-                                          : "splits the MXFP8 x";
-    note(fmt::format("dispatch: {}{} ({} threads x {} CTAs)", what,
+                       : split            ? "splits the MXFP8 x"
+                                          : "copies the MXFP8 x";
+    note(fmt::format("dispatch: {}{}{} ({} threads x {} CTAs)", what,
                      split ? " into its large and small elements (exact FP8 sums of GEMM1's large products)" : "",
-                     k_dispatch_threads, p.dispatch.grid));
+                     pad_note, k_dispatch_threads, p.dispatch.grid));
   } else {
     note("dispatch: not launched (the compute role reads the caller's MXFP8 x and routes by itself)");
   }
@@ -170,8 +196,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                 0,
                 1,
                 0};
-  const contract::MoeDims dims{
-      E, config.top_k, config.hidden, config.intermediate, config.token_capacity, p.contract_path};
+  const contract::MoeDims dims = workspace_dims(config, p.contract_path);
   p.workspace_bytes = contract::workspace_bytes(dims, p.compute.grid);
   return p;
 }

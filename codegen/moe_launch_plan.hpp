@@ -15,6 +15,7 @@
 #include "codegen/device_profile.hpp"
 #include "codegen/moe_atoms.hpp"
 #include "codegen/moe_config.hpp"
+#include "templates/moe_contract.cuh"
 
 namespace moejit::codegen {
 
@@ -62,6 +63,12 @@ struct MoeLaunchPlan {
 
   friend bool operator==(const MoeLaunchPlan&, const MoeLaunchPlan&) = default;
 };
+
+// The kernels' H and I: the model's, padded to 128 (the step width) with
+// zero weights and activations; and the workspace dimensions they make.
+int padded_hidden(const MoeConfig& config);
+int padded_intermediate(const MoeConfig& config);
+contract::MoeDims workspace_dims(const MoeConfig& config, int contract_path);
 
 // eq. (1) with a Poisson margin: the token tile covers r + 3 sqrt(r) rows, so an
 // expert's routes rarely need a second tile (which would stream its weights twice).

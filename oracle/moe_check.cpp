@@ -118,7 +118,6 @@ RandomInputs random_inputs(const reference::MoeProblem& p, int tokens, RoutingKi
     in.x[i] = static_cast<float>(mx::bf16_value(in.x_bf16[i]));
   }
   in.xq = mx::quantize_mxfp8(in.x, tokens, p.hidden);
-  in.xs_words = mx::pack_scale_words(in.xq.scales, tokens, p.hidden);
   in.routing = random_routing(p, tokens, kind, rng());
   return in;
 }
@@ -168,13 +167,12 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
   const std::vector<float>& x = in.x;
   const std::vector<std::uint16_t>& x_bf16 = in.x_bf16;
   const mx::MxMatrix& xq = in.xq;
-  const std::vector<std::uint32_t>& xs_words = in.xs_words;
   const reference::Routing& r = in.routing;
 
-  DeviceBuffer d_xq(xq.elements.size()), d_xs(xs_words.size() * 4), d_xb(x_bf16.size() * 2);
+  DeviceBuffer d_xq(xq.elements.size()), d_xs(xq.scales.size()), d_xb(x_bf16.size() * 2);
   DeviceBuffer d_ids(r.ids.size() * 4), d_w(r.weights.size() * 4), d_y(std::size_t(tokens) * H * 2);
   d_xq.upload(xq.elements);
-  d_xs.upload(xs_words);
+  d_xs.upload(xq.scales);
   d_xb.upload(x_bf16);
   d_ids.upload(r.ids);
   d_w.upload(r.weights);
@@ -214,21 +212,27 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
     // Split rows (the fast path) must hold each code in exactly the row its magnitude names, with or without
     // BF16 input, and rebuild x.
     const bool split = contract::path_split_rows(layer->atom().contract_path);
-    if ((layer->options().codegen.input_bf16 || split) && layer->plan(tokens).dispatch.launched) {
-      std::vector<std::uint8_t> gq(xq.elements.size()), gs(xq.scales.size()), small(split ? gq.size() : 0);
+    // The rows are padded to the kernels' H (zeros past the model's).
+    const bool quantizes = layer->options().codegen.input_bf16 && layer->config().recipe == codegen::Recipe::w4a8_mx;
+    if ((quantizes || split) && layer->plan(tokens).dispatch.launched) {
+      const int hp = codegen::padded_hidden(layer->config());
+      std::vector<std::uint8_t> gq(std::size_t(tokens) * hp), gs(gq.size() / 32), small(split ? gq.size() : 0);
       MOEJIT_CU(cuMemcpyDtoH, gq.data(), ws + l.x_q, gq.size());
       MOEJIT_CU(cuMemcpyDtoH, gs.data(), ws + l.x_scales, gs.size());
-      if (split) {
-        MOEJIT_CU(cuMemcpyDtoH, small.data(), ws + l.x_small, small.size());
-        for (std::size_t i = 0; i < gq.size(); ++i) {
-          const bool large = (xq.elements[i] & 0x7F) >= contract::kSplitCode;
-          const std::uint8_t want_large = large ? xq.elements[i] : 0, want_small = large ? 0 : xq.elements[i];
-          res.x_quantization_matches &= gq[i] == want_large && small[i] == want_small;
+      if (split) MOEJIT_CU(cuMemcpyDtoH, small.data(), ws + l.x_small, small.size());
+      for (int t = 0; t < tokens; ++t)
+        for (int k = 0; k < hp; ++k) {
+          const std::size_t at = std::size_t(t) * hp + k;
+          const std::uint8_t code = k < H ? xq.elements[std::size_t(t) * H + k] : 0;
+          if (k % 32 == 0)
+            res.x_quantization_matches &= gs[at / 32] == (k < H ? xq.scales[(std::size_t(t) * H + k) / 32] : 0);
+          if (!split) {
+            res.x_quantization_matches &= gq[at] == code;
+            continue;
+          }
+          const bool large = (code & 0x7F) >= contract::kSplitCode;
+          res.x_quantization_matches &= gq[at] == (large ? code : 0) && small[at] == (large ? 0 : code);
         }
-      } else {
-        res.x_quantization_matches = gq == xq.elements;
-      }
-      res.x_quantization_matches &= gs == xq.scales;
     }
     // Two forwards ran on this workspace since it was created: the header epoch counts them.
     contract::MoeHeader header{};

@@ -38,13 +38,12 @@ struct XStyle {
 };
 
 // One forward's random inputs on the host: x on the BF16 grid, its MXFP8
-// quantization (elements, per-32 scales, and the kernels' packed scale
-// words), and a routing of `kind`. Drawn from `seed`: x first, then the routing.
+// quantization (elements, and per-32 scales: the layer's x_scales bytes
+// [B][H/32]), and a routing of `kind`. Drawn from `seed`: x first, then the routing.
 struct RandomInputs {
   std::vector<float> x;  // the BF16 values, as floats
   std::vector<std::uint16_t> x_bf16;
   mx::MxMatrix xq;
-  std::vector<std::uint32_t> xs_words;
   reference::Routing routing;
 };
 RandomInputs random_inputs(const reference::MoeProblem& p, int tokens, RoutingKind kind, std::uint64_t seed,

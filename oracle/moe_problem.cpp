@@ -5,8 +5,13 @@
 namespace moejit::oracle {
 
 reference::MoeProblem problem_of(const codegen::MoeConfig& config) {
-  return {config.local_experts(), config.top_k, config.hidden, config.intermediate,
-          config.swiglu_clamp.value_or(std::numeric_limits<float>::infinity())};
+  reference::MoeProblem p{config.local_experts(), config.top_k, config.hidden, config.intermediate,
+                          config.swiglu_clamp.value_or(std::numeric_limits<float>::infinity())};
+  p.activation = config.activation == codegen::Activation::gpt_oss ? reference::Activation::gpt_oss
+                                                                   : reference::Activation::swiglu;
+  p.alpha = config.alpha;
+  p.interleaved = config.gate_up == codegen::GateUp::interleaved;
+  return p;
 }
 
 }  // namespace moejit::oracle

@@ -87,9 +87,9 @@ std::vector<std::uint16_t> layer_reference(const MoeProblem& p, const Checkpoint
     if (!routes[e].empty()) active.push_back(e);
 
   const double c = mx::round_bf16(p.clamp);
-  // Work items are (active expert, chunk of 64 output rows), so a skewed
-  // routing with a few hot experts still uses every thread.
-  constexpr int kChunk = 64;
+  // Work items are (active expert, chunk of 32 output rows: H and I are
+  // multiples of 32), so a skewed routing with a few hot experts still uses every thread.
+  constexpr int kChunk = 32;
   std::vector<std::vector<double>> act(E);  // [routes of e][I]
   for (int e : active) act[e].assign(routes[e].size() * I, 0.0);
   const int chunks1 = I / kChunk, chunks2 = H / kChunk;

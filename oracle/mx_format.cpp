@@ -121,13 +121,4 @@ MxMatrix quantize_mxfp4(const std::vector<float>& values, int rows, int cols) {
   return quantize(values, rows, cols, 2, true, e2m1_encode);
 }
 
-std::vector<std::uint32_t> pack_scale_words(const std::vector<std::uint8_t>& scales, int rows, int cols) {
-  std::vector<std::uint32_t> words(size_t(rows) * (cols / 128));
-  for (int r = 0; r < rows; ++r)
-    for (int w = 0; w < cols / 128; ++w)
-      for (int j = 0; j < 4; ++j)
-        words[size_t(r) * (cols / 128) + w] |= std::uint32_t(scales[size_t(r) * (cols / 32) + 4 * w + j]) << (8 * j);
-  return words;
-}
-
 }  // namespace moejit::mx

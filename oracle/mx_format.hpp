@@ -37,7 +37,5 @@ struct MxMatrix {
 
 MxMatrix quantize_mxfp8(const std::vector<float>& values, int rows, int cols);
 MxMatrix quantize_mxfp4(const std::vector<float>& values, int rows, int cols);
-// Packs per-32 scale bytes into the kernels' int32 words: [rows][cols/128], byte j = block j.
-std::vector<std::uint32_t> pack_scale_words(const std::vector<std::uint8_t>& scales, int rows, int cols);
 
 }  // namespace moejit::mx

@@ -105,10 +105,9 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& opti
 }
 
 void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
-  const int E = config_.local_experts(), H = config_.hidden, I = config_.intermediate;
   // Step blobs: 4352 B per 64 rows x K128, i.e. the payload plus 1/16 for the scale words.
-  const std::size_t w1_bytes = std::size_t(E) * (2 * I / 64) * (H / 128) * contract::kWeightStepBytes;
-  const std::size_t w2_bytes = std::size_t(E) * (H / 64) * (I / 128) * contract::kWeightStepBytes;
+  const std::size_t w1_bytes = packed_bytes(config_, codegen::Projection::w1);
+  const std::size_t w2_bytes = packed_bytes(config_, codegen::Projection::w2);
   w1_ = DeviceBuffer(w1_bytes);
   w2_ = DeviceBuffer(w2_bytes);
   DeviceBuffer status(4);
@@ -196,8 +195,7 @@ codegen::MoeLaunchPlan MoeLayer::plan(int tokens) const {
 }
 
 contract::WorkspaceLayout MoeLayer::workspace_layout() const {
-  return contract::workspace_layout({config_.local_experts(), config_.top_k, config_.hidden, config_.intermediate,
-                                     config_.token_capacity, atom_->contract_path});
+  return contract::workspace_layout(codegen::workspace_dims(config_, atom_->contract_path));
 }
 
 const MoeLayer::TokenLaunch& MoeLayer::kernels_for_locked(int tokens) {
@@ -342,7 +340,8 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
           .map("w2_map", w2_map_)
           .ptr("ws", ws)
           .u32("tokens", tokens)
-          .f32("clamp", config_.swiglu_clamp.value_or(std::numeric_limits<float>::infinity()));
+          .f32("clamp", config_.swiglu_clamp.value_or(std::numeric_limits<float>::infinity()))
+          .f32("alpha", config_.alpha);
     } else {
       plan = &t.plan.finalize;
       args.ptr("topk_ids", a.topk_ids).ptr("y", a.y).u32("tokens", tokens).ptr("ws", ws);

@@ -52,7 +52,7 @@ void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptio
     pointer("x_bf16", a.x_bf16, 16);
   } else {
     pointer("x_q", a.x_q, 16);
-    pointer("x_scales", a.x_scales, 4);
+    pointer("x_scales", a.x_scales, config.hidden % 128 == 0 ? 4 : 1);  // words, or bytes [B][H/32]
   }
   pointer("topk_ids", a.topk_ids, 4);
   pointer("topk_weights", a.topk_weights, 4);

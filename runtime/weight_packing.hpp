@@ -18,10 +18,10 @@
 
 namespace moejit::runtime {
 
-// rows = N (2I for W1 with `interleave`, H for W2), k = K; `layout` is a
-// contract::WeightLayout.
+// One projection of `experts` experts (codegen::projection_shape: packed and
+// checkpoint extents, W1's gate/up order); `layout` is a contract::WeightLayout.
 std::vector<std::uint8_t> pack_projection(std::span<const std::uint8_t> payload, std::span<const std::uint8_t> scales,
-                                          int experts, int rows, int k, bool interleave, int layout);
+                                          int experts, const contract::ProjectionShape& shape, int layout);
 
 // A layer's packed weights, as the layer built from a checkpoint holds them.
 struct PackedWeightsHost {
@@ -39,7 +39,7 @@ struct CheckpointWeightsHost {
 };
 PackedWeightsHost pack_weights(const codegen::MoeConfig& config, const codegen::AtomTraits& atom,
                                const CheckpointWeightsHost& weights);
-// The bytes of each packed projection (== its checkpoint payload + scale bytes).
+// The bytes of each packed projection (its checkpoint payload + scale bytes, at H and I padded to 128).
 std::uint64_t packed_bytes(const codegen::MoeConfig& config, codegen::Projection which);
 
 }  // namespace moejit::runtime

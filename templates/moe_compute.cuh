@@ -40,6 +40,7 @@ struct ComputeParams {
   u8* ws;                     // the workspace (contract::workspace_layout)
   u32 tokens;
   float clamp;
+  float alpha;  // gpt-oss's sigmoid slope (kActivationGptOss)
 };
 
 __device__ __forceinline__ float round_bf16(float v) {
@@ -55,16 +56,22 @@ __device__ __forceinline__ float reciprocal(float x) {
   return x > 3.0e38f ? 0.0f : fmaf(r, fmaf(-x, r, 1.0f), r);  // 1/inf; NaN propagates
 }
 
-// act = g' * sigmoid(g') * u' with g' = min(g, c), u' = clamp(u, -c, c); c, g', u'
-// rounded to BF16 (seed §5.4). Comparisons are written so that NaN propagates.
-__device__ __forceinline__ float clamped_swiglu(float gate, float up, float clamp_bf16) {
+// The gated activations (codegen::Activation), on g' = min(g, c) and
+// u' = clamp(u, -c, c) with c, g', u' rounded to BF16 (seed §5.4):
+//   kActivationSwiglu: act = g' * sigmoid(g') * u'
+//   kActivationGptOss: act = g' * sigmoid(alpha * g') * (u' + 1)   (gpt-oss)
+// Comparisons are written so that NaN propagates.
+constexpr int kActivationSwiglu = 0, kActivationGptOss = 1;
+template <int kActivation>
+__device__ __forceinline__ float gated_activation(float gate, float up, float clamp_bf16, float alpha) {
   const float g = round_bf16(gate > clamp_bf16 ? clamp_bf16 : gate);
   const float u = round_bf16(up > clamp_bf16 ? clamp_bf16 : (up < -clamp_bf16 ? -clamp_bf16 : up));
+  if constexpr (kActivation == kActivationGptOss) return g * reciprocal(1.0f + expf(-alpha * g)) * (u + 1.0f);
   return g * reciprocal(1.0f + expf(-g)) * u;
 }
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, class Atom>
+          int kStages, int kGrid, int kActivation, class Atom>
 struct ComputeRole {
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
@@ -360,7 +367,7 @@ struct ComputeRole {
                                         const int (&route)[N / 4], const float (&acc)[kT][N / 2], float* s_amax) {
     const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
-    const float clamp_bf16 = round_bf16(p.clamp);
+    const float clamp_bf16 = round_bf16(p.clamp), alpha = p.alpha;
     float weight[N / 4];
 #pragma unroll
     for (int c = 0; c < N / 4; ++c) {
@@ -378,12 +385,13 @@ struct ComputeRole {
           for (int q = 0; q < 2; ++q) {
             const int col = 8 * i + 2 * t + q;
             if (col >= sg.rows) continue;
-            const float a = clamped_swiglu(acc[u][4 * i + q], acc[u][4 * i + 2 + q], clamp_bf16) * weight[2 * i + q];
+            const float a = gated_activation<kActivation>(acc[u][4 * i + q], acc[u][4 * i + 2 + q], clamp_bf16, alpha) *
+                            weight[2 * i + q];
             handoff_bf16(ws, route[2 * i + q], i_col) = float_to_bf16_rne(a);
           }
       }
     } else {
-      gemm1_requantize<N>(sg, ws, route, acc, s_amax, weight, clamp_bf16);
+      gemm1_requantize<N>(sg, ws, route, acc, s_amax, weight, clamp_bf16, alpha);
     }
     __threadfence();
     named_barrier_sync(kGroupBarrier + group, 128);
@@ -397,7 +405,7 @@ struct ComputeRole {
   template <int N>
   __device__ static void gemm1_requantize(const Segment& sg, const Workspace& ws, const int (&route)[N / 4],
                                           const float (&acc)[kT][N / 2], float* s_amax, const float (&weight)[N / 4],
-                                          float clamp_bf16) {
+                                          float clamp_bf16, float alpha) {
     const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     float v[kT][N / 4];
@@ -411,7 +419,8 @@ struct ComputeRole {
           const int col = 8 * i + 2 * t + q;
           float a = 0.0f;
           if (col < sg.rows)
-            a = clamped_swiglu(acc[u][4 * i + q], acc[u][4 * i + 2 + q], clamp_bf16) * weight[2 * i + q];
+            a = gated_activation<kActivation>(acc[u][4 * i + q], acc[u][4 * i + 2 + q], clamp_bf16, alpha) *
+                weight[2 * i + q];
           v[u][2 * i + q] = a;
           float m = fabsf(a);
           m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 4));
@@ -540,28 +549,29 @@ struct ComputeRole {
 };
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid>
+          int kStages, int kGrid, int kActivation>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
-  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, AtomSm90Fp8>::run(
-      p);
+  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
+              AtomSm90Fp8>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid>
+          int kStages, int kGrid, int kActivation>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
-  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, AtomSm90Bf16>::run(
-      p);
+  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
+              AtomSm90Bf16>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid>
+          int kStages, int kGrid, int kActivation>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
-  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid,
+  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
               AtomSm90Bf16W4A16>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid>
+          int kStages, int kGrid, int kActivation>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
-  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, AtomSm120>::run(p);
+  ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
+              AtomSm120>::run(p);
 }
 #endif
 

@@ -12,27 +12,9 @@
 
 namespace moejit {
 
-// The BF16 image of pre-quantized rows: 16 elements per thread.
-template <int kHidden>
-__device__ void moe_bf16_image(u16* __restrict__ x_bf16, const u8* __restrict__ x_q, const u32* __restrict__ x_scales,
-                               u32 tokens) {
-  const u32 chunks = tokens * (kHidden / 16);
-  for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
-    const u32 token = c / (kHidden / 16), k = (c % (kHidden / 16)) * 16;
-    const uint4 q = *reinterpret_cast<const uint4*>(x_q + u64(token) * kHidden + k);
-    const u32 code = (x_scales[u64(token) * (kHidden / 128) + k / 128] >> (8 * ((k / 32) % 4))) & 0xFFu;
-    const u32 words[4] = {q.x, q.y, q.z, q.w};
-    u32 out[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const u32 w = words[i / 2] >> (16 * (i % 2));
-      out[i] = u32(mxfp8_to_bf16(w & 0xFFu, code)) | (u32(mxfp8_to_bf16((w >> 8) & 0xFFu, code)) << 16);
-    }
-    uint4* dst = reinterpret_cast<uint4*>(x_bf16 + u64(token) * kHidden + k);
-    dst[0] = make_uint4(out[0], out[1], out[2], out[3]);
-    dst[1] = make_uint4(out[4], out[5], out[6], out[7]);
-  }
-}
+// The rows the compute role reads have the kernels' padded width kHidden; the
+// caller's have the model's H = kHiddenIn (a multiple of 32). Every function
+// below writes zeros (codes, scale codes, BF16) past kHiddenIn.
 
 // The split of an E4M3 word (4 codes) into its large elements (magnitude code
 // >= contract::kSplitCode) and its small ones; each code lands in exactly one.
@@ -41,49 +23,99 @@ __device__ __forceinline__ void split_e4m3x4(u32 codes, u32& large, u32& small) 
   large = codes & is_large;
   small = codes & ~is_large;
 }
-__device__ __forceinline__ void store_split(u8* x_large, u8* x_small, u64 offset, uint4 q) {
-  uint4 l, m;
-  split_e4m3x4(q.x, l.x, m.x);
-  split_e4m3x4(q.y, l.y, m.y);
-  split_e4m3x4(q.z, l.z, m.z);
-  split_e4m3x4(q.w, l.w, m.w);
-  *reinterpret_cast<uint4*>(x_large + offset) = l;
-  *reinterpret_cast<uint4*>(x_small + offset) = m;
+// 16 E4M3 codes into the GEMM1 rows: as they are, or split (kSplit) into x_q and x_small.
+template <int kSplit>
+__device__ __forceinline__ void store_codes(u8* x_q, u8* x_small, u64 offset, uint4 q) {
+  if (kSplit) {
+    uint4 l, m;
+    split_e4m3x4(q.x, l.x, m.x);
+    split_e4m3x4(q.y, l.y, m.y);
+    split_e4m3x4(q.z, l.z, m.z);
+    split_e4m3x4(q.w, l.w, m.w);
+    *reinterpret_cast<uint4*>(x_small + offset) = m;
+    q = l;
+  }
+  *reinterpret_cast<uint4*>(x_q + offset) = q;
 }
 
-// Pre-quantized rows -> split rows (contract::path_split_rows), and their
-// scale words beside them: 16 elements per thread.
-template <int kHidden>
-__device__ void moe_split_rows(u8* __restrict__ x_large, u8* __restrict__ x_small, u32* __restrict__ x_scales,
-                               const u8* __restrict__ x_q, const u32* __restrict__ x_scales_in, u32 tokens) {
-  const u32 chunks = tokens * (kHidden / 16);
-  for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
-    const u64 offset = u64(c) * 16;
-    store_split(x_large, x_small, offset, *reinterpret_cast<const uint4*>(x_q + offset));
-    if (c % 8 == 0) x_scales[c / 8] = x_scales_in[c / 8];
+// Pre-quantized rows -> the GEMM1 rows (split and/or padded) and their scale
+// bytes: one thread per 32-element block.
+template <int kHidden, int kHiddenIn, int kSplit>
+__device__ void moe_stage_codes(u8* __restrict__ x_q, u8* __restrict__ x_small, u8* __restrict__ x_scales,
+                                const u8* __restrict__ x_q_in, const u8* __restrict__ x_scales_in, u32 tokens) {
+  const u32 blocks = tokens * (kHidden / 32);
+  for (u32 b = blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += gridDim.x * blockDim.x) {
+    const u32 token = b / (kHidden / 32), k = (b % (kHidden / 32)) * 32;
+    const bool real = k < kHiddenIn;
+    const uint4* src = reinterpret_cast<const uint4*>(x_q_in + u64(token) * kHiddenIn + k);
+    const u64 offset = u64(token) * kHidden + k;
+    store_codes<kSplit>(x_q, x_small, offset, real ? src[0] : make_uint4(0, 0, 0, 0));
+    store_codes<kSplit>(x_q, x_small, offset + 16, real ? src[1] : make_uint4(0, 0, 0, 0));
+    x_scales[u64(token) * (kHidden / 32) + k / 32] = real ? x_scales_in[u64(token) * (kHiddenIn / 32) + k / 32] : 0;
   }
 }
 
-// BF16 activations -> MXFP8 (and, with kImage, its BF16 image): one thread per
-// 32-element block, so the block amax never leaves the thread.
-template <int kHidden, int kImage, int kSplit>
-__device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u32* __restrict__ x_scales,
+// The BF16 image of pre-quantized rows: 16 elements per thread.
+template <int kHidden, int kHiddenIn>
+__device__ void moe_bf16_image(u16* __restrict__ x_bf16, const u8* __restrict__ x_q, const u8* __restrict__ x_scales,
+                               u32 tokens) {
+  const u32 chunks = tokens * (kHidden / 16);
+  for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
+    const u32 token = c / (kHidden / 16), k = (c % (kHidden / 16)) * 16;
+    u32 out[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (k < kHiddenIn) {
+      const uint4 q = *reinterpret_cast<const uint4*>(x_q + u64(token) * kHiddenIn + k);
+      const u32 code = x_scales[u64(token) * (kHiddenIn / 32) + k / 32];
+      const u32 words[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const u32 w = words[i / 2] >> (16 * (i % 2));
+        out[i] = u32(mxfp8_to_bf16(w & 0xFFu, code)) | (u32(mxfp8_to_bf16((w >> 8) & 0xFFu, code)) << 16);
+      }
+    }
+    uint4* dst = reinterpret_cast<uint4*>(x_bf16 + u64(token) * kHidden + k);
+    dst[0] = make_uint4(out[0], out[1], out[2], out[3]);
+    dst[1] = make_uint4(out[4], out[5], out[6], out[7]);
+  }
+}
+
+// The caller's BF16 rows, padded (W4A16 reads them as they are): 8 elements per thread.
+template <int kHidden, int kHiddenIn>
+__device__ void moe_pad_bf16_rows(u16* __restrict__ x_bf16, const u16* __restrict__ x, u32 tokens) {
+  const u32 chunks = tokens * (kHidden / 8);
+  for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
+    const u32 token = c / (kHidden / 8), k = (c % (kHidden / 8)) * 8;
+    *reinterpret_cast<uint4*>(x_bf16 + u64(token) * kHidden + k) =
+        k < kHiddenIn ? *reinterpret_cast<const uint4*>(x + u64(token) * kHiddenIn + k) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// BF16 activations -> MXFP8 (and, with kImage, its BF16 image; with kSplit,
+// split rows): one thread per 32-element block, so the block amax never
+// leaves the thread.
+template <int kHidden, int kHiddenIn, int kImage, int kSplit>
+__device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u8* __restrict__ x_scales,
                                   u16* __restrict__ x_bf16, const u16* __restrict__ x, u32 tokens) {
   const u32 blocks = tokens * (kHidden / 32);
   for (u32 b = blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += gridDim.x * blockDim.x) {
     const u32 token = b / (kHidden / 32), k = (b % (kHidden / 32)) * 32;
-    const uint4* src = reinterpret_cast<const uint4*>(x + u64(token) * kHidden + k);
     u32 w[16];
+    if (k < kHiddenIn) {
+      const uint4* src = reinterpret_cast<const uint4*>(x + u64(token) * kHiddenIn + k);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint4 v = src[i];
-      w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+      for (int i = 0; i < 4; ++i) {
+        const uint4 v = src[i];
+        w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) w[i] = 0;
     }
     float amax = 0.0f;
 #pragma unroll
     for (int i = 0; i < 16; ++i)
       amax = fmaxf(amax, fmaxf(fabsf(bf16_to_float(w[i] & 0xFFFFu)), fabsf(bf16_to_float(w[i] >> 16))));
-    const u32 code = mx_e4m3_scale_code(amax);
+    const u32 code = k < kHiddenIn ? mx_e4m3_scale_code(amax) : 0u;
     const float inv_scale = exact_pow2(127 - int(code));
     u32 q[8], img[16];
 #pragma unroll
@@ -94,17 +126,11 @@ __device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small
       img[i] = u32(mxfp8_to_bf16(pair & 0xFFu, code)) | (u32(mxfp8_to_bf16(pair >> 8, code)) << 16);
     }
     const u64 offset = u64(token) * kHidden + k;
-    if (kSplit) {
-      store_split(x_q, x_small, offset, make_uint4(q[0], q[1], q[2], q[3]));
-      store_split(x_q, x_small, offset + 16, make_uint4(q[4], q[5], q[6], q[7]));
-    } else {
-      uint4* qdst = reinterpret_cast<uint4*>(x_q + offset);
-      qdst[0] = make_uint4(q[0], q[1], q[2], q[3]);
-      qdst[1] = make_uint4(q[4], q[5], q[6], q[7]);
-    }
-    reinterpret_cast<u8*>(x_scales)[u64(token) * (kHidden / 32) + k / 32] = u8(code);
+    store_codes<kSplit>(x_q, x_small, offset, make_uint4(q[0], q[1], q[2], q[3]));
+    store_codes<kSplit>(x_q, x_small, offset + 16, make_uint4(q[4], q[5], q[6], q[7]));
+    x_scales[u64(token) * (kHidden / 32) + k / 32] = u8(code);
     if (kImage) {
-      uint4* dst = reinterpret_cast<uint4*>(x_bf16 + u64(token) * kHidden + k);
+      uint4* dst = reinterpret_cast<uint4*>(x_bf16 + offset);
 #pragma unroll
       for (int i = 0; i < 4; ++i) dst[i] = make_uint4(img[4 * i], img[4 * i + 1], img[4 * i + 2], img[4 * i + 3]);
     }
@@ -112,23 +138,28 @@ __device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small
 }
 
 // kInputBf16: x arrives as BF16 (`x_bf16_in`), else pre-quantized (`x_q_in`,
-// `x_scales_in`). kImage: write the BF16 image (the exact path).
-template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kInputBf16, int kImage>
-__device__ void moe_dispatch(const u8* x_q_in, const u32* x_scales_in, const u16* x_bf16_in, u32 tokens, u8* ws) {
+// `x_scales_in`, UE8M0 bytes [B][H/32]). kQuantize: the w4a8-mx recipe (else
+// W4A16, whose BF16 rows are only padded). kImage: write the BF16 image (the
+// exact path).
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kHiddenIn, int kInputBf16,
+          int kQuantize, int kImage>
+__device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16* x_bf16_in, u32 tokens, u8* ws) {
   // The compute role may launch now: its weight stream needs nothing from this grid.
   griddep_launch_dependents();
   constexpr contract::WorkspaceLayout l =
       contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath});
-  u8* x_q = ws + l.x_q;
-  u32* x_scales = reinterpret_cast<u32*>(ws + l.x_scales);
-  u16* x_bf16 = reinterpret_cast<u16*>(ws + l.x_bf16);
   constexpr bool kSplit = contract::path_split_rows(kPath);
-  if (kInputBf16)
-    moe_quantize_rows<kHidden, kImage, kSplit>(x_q, ws + l.x_small, x_scales, x_bf16, x_bf16_in, tokens);
+  u8* x_q = ws + l.x_q;
+  u8* x_scales = ws + l.x_scales;
+  u16* x_bf16 = reinterpret_cast<u16*>(ws + l.x_bf16);
+  if (!kQuantize)
+    moe_pad_bf16_rows<kHidden, kHiddenIn>(x_bf16, x_bf16_in, tokens);
+  else if (kInputBf16)
+    moe_quantize_rows<kHidden, kHiddenIn, kImage, kSplit>(x_q, ws + l.x_small, x_scales, x_bf16, x_bf16_in, tokens);
   else if (kImage)
-    moe_bf16_image<kHidden>(x_bf16, x_q_in, x_scales_in, tokens);
-  else if (kSplit)
-    moe_split_rows<kHidden>(x_q, ws + l.x_small, x_scales, x_q_in, x_scales_in, tokens);
+    moe_bf16_image<kHidden, kHiddenIn>(x_bf16, x_q_in, x_scales_in, tokens);
+  else
+    moe_stage_codes<kHidden, kHiddenIn, kSplit>(x_q, ws + l.x_small, x_scales, x_q_in, x_scales_in, tokens);
 }
 
 }  // namespace moejit

@@ -8,15 +8,16 @@
 
 namespace moejit {
 
-template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath>
+// The arena's rows are kHidden (padded) wide; y's kHiddenIn (the model's H).
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kHiddenIn>
 __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, const u8* ws) {
   griddep_wait();  // the arena rows are the compute role's
   constexpr contract::WorkspaceLayout l =
       contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath});
   const u16* arena = reinterpret_cast<const u16*>(ws + l.arena);
-  const u32 chunks = tokens * (kHidden / 8);
+  const u32 chunks = tokens * (kHiddenIn / 8);
   for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
-    const u32 token = c / (kHidden / 8), h = (c % (kHidden / 8)) * 8;
+    const u32 token = c / (kHiddenIn / 8), h = (c % (kHiddenIn / 8)) * 8;
     bool poison = false;
     float sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
@@ -37,7 +38,7 @@ __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__
       const u32 hi = poison ? 0x7FC0u : float_to_bf16_rne(sum[2 * i + 1]);
       out[i] = lo | (hi << 16);
     }
-    *reinterpret_cast<uint4*>(y + u64(token) * kHidden + h) = make_uint4(out[0], out[1], out[2], out[3]);
+    *reinterpret_cast<uint4*>(y + u64(token) * kHiddenIn + h) = make_uint4(out[0], out[1], out[2], out[3]);
   }
 }
 

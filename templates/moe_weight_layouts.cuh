@@ -64,14 +64,26 @@ MOEJIT_HD constexpr CodeSlot code_slot(int layout, int word, int slot) {
   return c;
 }
 
-// The checkpoint row (gate rows 0..I-1, up rows I..2I-1) that packed row n of
-// W1 holds: each 64-row tile carries 32 gate rows and their 32 up rows, rows
-// r < 8 of each 16-row slice gate and r >= 8 up, so the SwiGLU pairs and the
-// requantization block of 32 intermediate columns stay inside one tile.
-MOEJIT_HD constexpr int interleaved_checkpoint_row(int n, int rows) {
+// A projection as packed (rows x k, padded) and as the checkpoint holds it.
+// W1: rows 2I, K = H, and the checkpoint's gate/up row order: halves (gate i
+// at row i, up i at row I + i) or interleaved (gpt-oss: rows 2i and 2i + 1).
+struct ProjectionShape {
+  int rows, k;          // packed: 2 * padded I or padded H, and padded H or padded I
+  int src_rows, src_k;  // the checkpoint's
+  bool w1, gate_up_interleaved;
+};
+
+// The checkpoint row that packed row n holds, or -1 for a padding row (zero
+// codes, scale code 0). W1 pairs gate and up rows in every 64-row tile: rows
+// r < 8 of each 16-row slice gate and r >= 8 up, so the activation's pairs
+// and the requantization block of 32 intermediate columns stay in one tile.
+MOEJIT_HD constexpr int checkpoint_row(int n, ProjectionShape s) {
+  if (!s.w1) return n < s.src_rows ? n : -1;
   const int tile = n / 64, slice = (n % 64) / 16, r = n % 16;
-  const int i = tile * 32 + slice * 8 + r % 8;
-  return r < 8 ? i : rows / 2 + i;
+  const int i = tile * 32 + slice * 8 + r % 8, inter = s.src_rows / 2;
+  const int up = r < 8 ? 0 : 1;
+  if (i >= inter) return -1;
+  return s.gate_up_interleaved ? 2 * i + up : up * inter + i;
 }
 
 // The largest UE8M0 weight scale code an atom supports. The exact path folds

@@ -52,10 +52,13 @@ struct Config {
   int ranks = 1;         // R: expert-parallel ranks
   int experts = 0;       // E: routed experts over all ranks
   int top_k = 0;         // k
-  int hidden = 0;        // H
+  int hidden = 0;        // H (any multiple of 32: the kernels pad to 128 internally)
   int intermediate = 0;  // I
   std::string recipe = "w4a8-mx";
-  std::optional<float> swiglu_clamp = 10.0f;  // nullopt: no clamp
+  std::optional<float> swiglu_clamp = 10.0f;  // c (gpt-oss: its limit, 7); nullopt: no clamp
+  std::string activation = "swiglu";          // or "gpt-oss": g' sigmoid(alpha g') (u' + 1)
+  float alpha = 1.702f;                       // gpt-oss's sigmoid slope
+  std::string gate_up = "halves";             // W1's gate/up rows: "halves" or "interleaved" (gpt-oss)
   std::optional<int> shared_expert_k_group;   // a fused shared expert (32 or 128), or none
   int dispatch_sms = 6;
   int token_capacity = 256;  // the most tokens per forward (per rank)
@@ -171,8 +174,9 @@ struct PackedWeightsDevice {
   std::string atom;
 };
 
-// One forward's device buffers: x_q E4M3 [B][H] + x_scales int32 [B][H/128]
-// (or x_bf16 [B][H] with input_bf16), topk_ids int32 [B][k], topk_weights
+// One forward's device buffers: x_q E4M3 [B][H] + x_scales UE8M0 bytes
+// [B][H/32] (int32 [B][H/128] where H is a multiple of 128; or x_bf16 [B][H]
+// with input_bf16), topk_ids int32 [B][k], topk_weights
 // fp32 [B][k], y bf16 [B][H].
 struct ForwardArgs {
   std::uint64_t x_q = 0, x_scales = 0, x_bf16 = 0;

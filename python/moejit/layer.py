@@ -36,14 +36,21 @@ def forward_args(config: Dict[str, Any], device: int, input_bf16: bool, x: Any, 
             raise MoejitError("x_scales: a layer with input_bf16 quantizes x itself; pass no x_scales", "x_scales")
     else:
         specs.append(("x", x, (tokens, h), _E4M3))
-        specs.append(("x_scales", x_scales, (tokens, h // 128), ("int32",)))
+#UE8M0 codes[B, H / 32] as bytes, or packed four to an int32 word[B, H / 128] where H allows.
+        if h % 128 == 0 and not str(getattr(x_scales, "dtype", "")).endswith("uint8"):
+            specs.append(("x_scales", x_scales, (tokens, h // 128), ("int32",)))
+        else:
+            specs.append(("x_scales", x_scales, (tokens, h // 32), ("uint8",)))
     specs += [("topk_ids", topk_ids, (tokens, k), ("int32",)),
               ("topk_weights", topk_weights, (tokens, k), ("float32",)),
               ("out", out, (tokens, h), ("bfloat16",))]
     p = pointers(specs, device)
-    args = {"x_q": 0 if input_bf16 else p["x"], "x_scales": p.get("x_scales", 0),
-            "x_bf16": p["x"] if input_bf16 else 0, "topk_ids": p["topk_ids"], "topk_weights": p["topk_weights"],
-            "y": p["out"]}
+    args = {
+    "x_q" : 0 if input_bf16 else p["x"], "x_scales" : p.get("x_scales", 0),
+        "x_bf16" : p["x"] if input_bf16 else 0,
+                   "topk_ids" : p["topk_ids"],
+                                "topk_weights" : p["topk_weights"],
+                                                 "y" : p["out"]}
     args["tokens"] = tokens
     return args
 
@@ -102,7 +109,7 @@ class MoeLayer:
             info = describe(w1, "w1")
             device = info.index if info.device == "cuda" and info.index >= 0 else 0
         options["device"] = self.device = int(device)
-        # W4A16 has one input format, BF16 x: the recipe implies input_bf16 (as the planner does).
+#W4A16 has one input format, BF16 x : the recipe implies input_bf16(as the planner does).
         self.input_bf16 = bool(options.get("input_bf16", False)) or self.config.get("recipe") == "w4a16"
         self._handle: Optional[int] = None
 
@@ -119,7 +126,7 @@ class MoeLayer:
                  workspace: Any = None, stream: Optional[int] = None) -> Any:
         """``y = sum_j topk_weights[:, j] * expert_{topk_ids[:, j]}(x)``, BF16 ``[B, hidden]``.
 
-        ``x`` is E4M3 ``[B, hidden]`` with ``x_scales`` int32 ``[B, hidden/128]``,
+        ``x`` is E4M3 ``[B, hidden]`` with ``x_scales`` uint8 ``[B, hidden/32]`` (or int32 ``[B, hidden/128]``),
         or BF16 ``[B, hidden]`` for a layer built with ``input_bf16=True``;
         ``topk_ids`` int32 and ``topk_weights`` float32, ``[B, top_k]``. ``out``
         is allocated (with torch) when not given. ``stream`` is a CUstream as

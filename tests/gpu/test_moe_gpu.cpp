@@ -106,14 +106,13 @@ TEST_CASE("weight transform matches its CPU twin, on both paths") {
     struct Proj {
       const std::vector<std::uint8_t>& payload;
       const std::vector<std::uint8_t>& scales;
-      int rows, k;
-      bool interleave;
+      codegen::Projection which;
       CUdeviceptr device;
     };
-    for (const Proj& pr : {Proj{w.host.w1, w.host.s1, 2 * p.intermediate, p.hidden, true, packed.w1},
-                           Proj{w.host.w2, w.host.s2, p.hidden, p.intermediate, false, packed.w2}}) {
-      const std::vector<std::uint8_t> want = runtime::pack_projection(pr.payload, pr.scales, p.experts, pr.rows, pr.k,
-                                                                      pr.interleave, layer.atom().weight_layout);
+    for (const Proj& pr : {Proj{w.host.w1, w.host.s1, codegen::Projection::w1, packed.w1},
+                           Proj{w.host.w2, w.host.s2, codegen::Projection::w2, packed.w2}}) {
+      const std::vector<std::uint8_t> want = runtime::pack_projection(
+          pr.payload, pr.scales, p.experts, codegen::projection_shape(config, pr.which), layer.atom().weight_layout);
       std::vector<std::uint8_t> got(want.size());
       MOEJIT_CU(cuMemcpyDtoH, got.data(), pr.device, got.size());
       CHECK(got == want);
@@ -144,6 +143,37 @@ TEST_CASE("Table 10 edges") {
   failures += run_matrix({"edge-H512-k32", gpu_test::small_config("custom", 32, 32, 512, 256)}, {1, 5, 64}, k_routings);
   failures +=
       run_matrix({"edge-H8192-I4096", gpu_test::small_config("custom", 4, 4, 8192, 4096)}, {1, 3, 32}, k_routings);
+  CHECK(failures == 0);
+}
+
+TEST_CASE("H and I multiples of 32, not of 64: padded to 128 inside, both paths, both inputs, both recipes") {
+  // H = 544 and I = 288 run as 640 and 384 (zero weights and activations past the model's); y keeps H columns.
+  const codegen::MoeConfig config = gpu_test::small_config("custom", 8, 2, 544, 288);
+  int failures = run_matrix({"edge-H544-I288", config}, {1, 7, 64}, k_routings);
+  Matrix bf16_in;
+  bf16_in.input_bf16 = true;
+  failures += run_matrix({"edge-H544-I288", config}, {1, 7, 64}, {RoutingKind::uniform}, bf16_in);
+  codegen::MoeConfig w4a16 = config;
+  w4a16.recipe = codegen::Recipe::w4a16;
+  bf16_in.paths = {codegen::ComputePath::exact};
+  failures += run_matrix({"edge-H544-I288", w4a16}, {1, 7, 64}, {RoutingKind::uniform, RoutingKind::zipf}, bf16_in);
+  CHECK(failures == 0);
+}
+
+TEST_CASE("gpt-oss's block: its activation (alpha, limit) and interleaved gate/up rows, padded, both recipes") {
+  // The shape of gpt-oss scaled down (H = I = 2880 is 22.5 x 128: here 544 and 288), its checkpoint's W1 row
+  // order (gate i at row 2i, up i at 2i + 1), g' sigmoid(1.702 g') (u' + 1) with limit 7.
+  codegen::MoeConfig config = gpu_test::small_config("custom", 16, 4, 544, 288);
+  config.activation = codegen::Activation::gpt_oss;
+  config.alpha = 1.702f;
+  config.swiglu_clamp = 7.0f;
+  config.gate_up = codegen::GateUp::interleaved;
+  int failures = run_matrix({"gpt-oss-like", config}, {1, 8, 64, 256}, k_routings);
+  config.recipe = codegen::Recipe::w4a16;
+  Matrix w4a16;
+  w4a16.input_bf16 = true;
+  w4a16.paths = {codegen::ComputePath::exact};
+  failures += run_matrix({"gpt-oss-like", config}, {1, 8, 64, 256}, k_routings, w4a16);
   CHECK(failures == 0);
 }
 

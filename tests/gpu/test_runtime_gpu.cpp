@@ -33,7 +33,7 @@ struct DeviceInputs {
         y(std::size_t(tokens) * p.hidden * 2) {}
   void upload(const oracle::RandomInputs& in, CUstream s) {
     MOEJIT_CU(cuMemcpyHtoDAsync, xq.ptr(), in.xq.elements.data(), in.xq.elements.size(), s);
-    MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xs_words.data(), in.xs_words.size() * 4, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xq.scales.data(), in.xq.scales.size(), s);
     MOEJIT_CU(cuMemcpyHtoDAsync, ids.ptr(), in.routing.ids.data(), in.routing.ids.size() * 4, s);
     MOEJIT_CU(cuMemcpyHtoDAsync, w.ptr(), in.routing.weights.data(), in.routing.weights.size() * 4, s);
   }

@@ -121,7 +121,7 @@ TEST_CASE("precompile --config: the file's model, and a bad field named") {
   const test::ProcessResult bad =
       moejit_cli(scratch, scratch / "cache", {"precompile", "--config", scratch / "bad.json", "--targets", "sm_90a"});
   CHECK(bad.exit_code == 1);
-  CHECK(has(bad.output, "hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]"));
+  CHECK(has(bad.output, "hidden H = 520 is invalid: must be a multiple of 32 in [512, 8192]"));
 }
 
 TEST_CASE("acceptance 1: precompile compiles each kernel once; a second run compiles nothing in under 1 s") {

@@ -189,7 +189,7 @@ TEST_CASE("bad input is refused before any launch, naming the field, value and r
   };
   CHECK(config_error([](auto&) {}) == "accepted");
   CHECK(config_error([](auto& c) { c.hidden = 520; }) ==
-        "hidden | hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]");
+        "hidden | hidden H = 520 is invalid: must be a multiple of 32 in [512, 8192]");
   CHECK(config_error([](auto& c) { c.ranks = 8; }) ==
         "ranks | ranks R = 8 is not supported yet: MoeLayer runs one GPU (R = 1)");
   CHECK(config_error([](auto& c) { c.experts = 4096; }) ==

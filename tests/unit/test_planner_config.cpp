@@ -87,22 +87,26 @@ TEST_CASE("Table 10: top_k k (1 <= k <= min(32, E))") {
   expect_error(c, "top_k", "top_k k = 17 is invalid: must be in [1, 16] (min(32, experts E = 16))");
 }
 
-TEST_CASE("Table 10: hidden H (512..8192, multiple of 128)") {
+TEST_CASE("Table 10: hidden H (512..8192, multiple of 32)") {
   MoeConfig c = glm(8);
   c.hidden = 520;
   const auto [field, what] = error_of(c);
   CHECK(field == "hidden");
-  CHECK(what == "hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]");
+  CHECK(what == "hidden H = 520 is invalid: must be a multiple of 32 in [512, 8192]");
+  c.hidden = 2880;  // gpt-oss: 22.5 K128 steps, padded to 2944 inside
+  CHECK_NOTHROW(validate(c));
+  c.hidden = 544;
+  CHECK_NOTHROW(validate(c));
   c.hidden = 384;
   expect_error(c, "hidden", "hidden H = 384 is invalid");
   c.hidden = 8320;
   expect_error(c, "hidden", "hidden H = 8320 is invalid");
 }
 
-TEST_CASE("Table 10: intermediate I (256..4096, multiple of 128)") {
+TEST_CASE("Table 10: intermediate I (256..4096, multiple of 32)") {
   MoeConfig c = glm(8);
   c.intermediate = 300;
-  expect_error(c, "intermediate", "intermediate I = 300 is invalid: must be a multiple of 128 in [256, 4096]");
+  expect_error(c, "intermediate", "intermediate I = 300 is invalid: must be a multiple of 32 in [256, 4096]");
   c.intermediate = 128;
   expect_error(c, "intermediate", "intermediate I = 128 is invalid");
   c.intermediate = 4224;
@@ -170,6 +174,18 @@ TEST_CASE("config file: a valid file loads, every bad field is named") {
   const std::string w4a16 = write_temp("w4a16.json", R"({"experts": 32, "top_k": 4, "hidden": 1024,
       "intermediate": 512, "recipe": "w4a16"})");
   CHECK(load_moe_config(w4a16).recipe == Recipe::w4a16);
+  // gpt-oss's block: its activation, alpha, limit and W1 row order, and a hidden size that is not a multiple of 128.
+  const std::string gpt_oss = write_temp("gpt-oss.json", R"({"experts": 128, "top_k": 4, "hidden": 2880,
+      "intermediate": 2880, "swiglu_clamp": 7.0, "activation": "gpt-oss", "alpha": 1.702, "gate_up": "interleaved"})");
+  const MoeConfig g = load_moe_config(gpt_oss);
+  CHECK(g.activation == Activation::gpt_oss);
+  CHECK(g.alpha == 1.702f);
+  CHECK(g.gate_up == GateUp::interleaved);
+  nlohmann::json round_trip;
+  to_json(round_trip, g);
+  MoeConfig back;
+  from_json(round_trip, back);
+  CHECK(back == g);
 
   struct Bad {
     const char* text;
@@ -178,13 +194,19 @@ TEST_CASE("config file: a valid file loads, every bad field is named") {
   };
   const Bad bad[] = {
       {R"({"experts": 256, "top_k": 8, "hidden": 520, "intermediate": 2048})", "hidden",
-       "hidden H = 520 is invalid: must be a multiple of 128 in [512, 8192]"},
+       "hidden H = 520 is invalid: must be a multiple of 32 in [512, 8192]"},
       {R"({"experts": 256, "top_k": 8, "hiden": 6144, "intermediate": 2048})", "hiden", "unknown field 'hiden'"},
       {R"({"experts": 256, "top_k": 8, "hidden": "6144", "intermediate": 2048})", "hidden",
        "hidden must be an integer, got \"6144\""},
       {R"({"experts": 256, "top_k": 8, "hidden": 6144})", "intermediate", "intermediate is missing"},
       {R"({"experts": 256, "top_k": 8, "hidden": 6144, "intermediate": 2048, "recipe": "nvfp4"})", "recipe",
        "recipe = \"nvfp4\" is invalid: must be \"w4a8-mx\" or \"w4a16\""},
+      {R"({"experts": 256, "top_k": 8, "hidden": 6144, "intermediate": 2048, "activation": "gelu"})", "activation",
+       "activation = \"gelu\" is invalid: must be \"swiglu\" or \"gpt-oss\""},
+      {R"({"experts": 256, "top_k": 8, "hidden": 6144, "intermediate": 2048, "gate_up": "up-first"})", "gate_up",
+       "gate_up = \"up-first\" is invalid: must be \"halves\" or \"interleaved\""},
+      {R"({"experts": 256, "top_k": 8, "hidden": 6144, "intermediate": 2048, "alpha": -1})", "alpha",
+       "alpha = -1 is invalid: must be a finite number > 0"},
       {R"({"experts": 256, "top_k": 8, "hidden": 6144, "intermediate": 2048, "shared_expert": {"k_group": 64}})",
        "shared_expert.k_group", "shared_expert.k_group = 64 is invalid"},
       {R"({"experts": 256, "top_k": 8, "hidden": 6144, "intermediate": 2048, "ranks": 99999999999})", "ranks",

@@ -37,6 +37,11 @@ Checkpoint random_checkpoint(int experts, int rows, int k, int max_code, std::ui
   return c;
 }
 
+// The packed shape of a checkpoint projection with no padding: W1 (`w1`, gate/up rows paired per tile) or W2.
+contract::ProjectionShape unpadded(const Checkpoint& c, bool w1) {
+  return {c.rows, c.k, c.rows, c.k, w1, false};
+}
+
 int source_row(int n, int rows, bool interleave) {
   if (!interleave) return n;
   const int i = (n / 64) * 32 + ((n % 64) / 16) * 8 + n % 8;  // gate i in rows r < 8 of a 16-row slice, up i after
@@ -73,7 +78,7 @@ TEST_CASE("fast sm_90a layout: each lane's words become its wgmma e4m3 A fragmen
     CAPTURE(interleave);
     const Checkpoint c = random_checkpoint(2, 128, 256, 254, 0x5EEDu + interleave);
     const auto blob =
-        runtime::pack_projection(c.payload, c.scales, c.experts, c.rows, c.k, interleave, contract::kLayoutSm90Fp8);
+        runtime::pack_projection(c.payload, c.scales, c.experts, unpadded(c, interleave), contract::kLayoutSm90Fp8);
     int mismatches = 0, checked = 0;
     for_each_step(c, [&](int e, int mt, int kb, long long step) {
       for (int warp = 0; warp < 4; ++warp)
@@ -111,7 +116,7 @@ TEST_CASE("exact sm_90a layout: the atom's BF16 pair recipe decodes to E2M1 * 2^
   // raw pattern E2M1 * 2^-126, which the multiplier 2^(s-1) turns into E2M1 * 2^(s-127).
   const Checkpoint c = random_checkpoint(2, 128, 256, 128, 0xB16u);
   const auto blob =
-      runtime::pack_projection(c.payload, c.scales, c.experts, c.rows, c.k, true, contract::kLayoutSm90Bf16);
+      runtime::pack_projection(c.payload, c.scales, c.experts, unpadded(c, true), contract::kLayoutSm90Bf16);
   int mismatches = 0;
   for_each_step(c, [&](int e, int mt, int kb, long long step) {
     for (int n = 0; n < 64; ++n)
@@ -139,7 +144,7 @@ TEST_CASE("sm_120a layout: nibbles land in the m16n8k32 A registers' byte contai
   // (k = 16+4t..), each code at bits 5..2 of its byte; word j of lane column t covers K32 block j.
   const Checkpoint c = random_checkpoint(1, 128, 256, 254, 0x120u);
   const auto blob =
-      runtime::pack_projection(c.payload, c.scales, c.experts, c.rows, c.k, false, contract::kLayoutSm120);
+      runtime::pack_projection(c.payload, c.scales, c.experts, unpadded(c, false), contract::kLayoutSm120);
   int mismatches = 0;
   for_each_step(c, [&](int e, int mt, int kb, long long step) {
     for (int n = 0; n < 64; ++n)
@@ -179,4 +184,60 @@ TEST_CASE("step blobs: a 128-row pair's two steps sit side by side for each K128
     ++seen[(s.expert * (rows / 64) + s.mt) * (k / 128) + s.kb];
   }
   CHECK(std::count(seen.begin(), seen.end(), 1) == steps);
+}
+
+TEST_CASE("padding and gpt-oss's interleaved gate/up: every packed code is the checkpoint's or zero padding") {
+  // W1 of I = 288 (2I = 576 rows, gate i at row 2i and up i at row 2i + 1) over K = H = 544, packed as
+  // 2 * 384 rows x K 640; and W2 (H = 544 rows, K = I = 288) packed as 640 x 384. Decoded through the sm_120a
+  // layout (a code's nibble as it is: see the test above), independently of checkpoint_row.
+  const int experts = 2, inter = 288, hidden = 544, inter_p = 384, hidden_p = 640;
+  for (bool w1 : {true, false}) {
+    CAPTURE(w1);
+    const int src_rows = w1 ? 2 * inter : hidden, src_k = w1 ? hidden : inter;
+    const contract::ProjectionShape shape{
+        w1 ? 2 * inter_p : hidden_p, w1 ? hidden_p : inter_p, src_rows, src_k, w1, true};
+    const Checkpoint c = random_checkpoint(experts, src_rows, src_k, 254, 0x6705u + w1);
+    const auto blob = runtime::pack_projection(c.payload, c.scales, experts, shape, contract::kLayoutSm120);
+    REQUIRE(blob.size() == std::size_t(experts) * (shape.rows / 64) * (shape.k / 128) * contract::kWeightStepBytes);
+    int mismatches = 0, real = 0;
+    for (int e = 0; e < experts; ++e)
+      for (int n = 0; n < shape.rows; ++n) {
+        // Packed row n: tile n / 64 pairs gate rows (r < 8 of each 16-row slice) with their up rows (r >= 8).
+        int src = -1;
+        if (w1) {
+          const int i = (n / 64) * 32 + ((n % 64) / 16) * 8 + n % 8;
+          if (i < inter) src = 2 * i + ((n % 16) < 8 ? 0 : 1);
+        } else if (n < hidden) {
+          src = n;
+        }
+        for (int kb = 0; kb < shape.k / 128; ++kb) {
+          const long long step = contract::weight_step_offset(e, n / 64, kb, shape.rows, shape.k);
+          const std::uint32_t scale_word = word_at(blob, step + 4096 + 4 * (n % 64));
+          for (int j = 0; j < 4; ++j) {
+            const int block = kb * 4 + j;
+            const bool live = src >= 0 && block < src_k / 32;
+            const std::uint32_t want = live ? c.scales[(std::size_t(e) * src_rows + src) * (src_k / 32) + block] : 0;
+            mismatches += ((scale_word >> (8 * j)) & 0xFF) != want;
+          }
+          for (int t = 0; t < 4; ++t)
+            for (int j = 0; j < 4; ++j) {
+              const std::uint32_t q = word_at(blob, step + (n % 64) * 64 + t * 16 + 4 * j);
+              for (int reg = 0; reg < 2; ++reg)
+                for (int byte = 0; byte < 4; ++byte) {
+                  const std::uint32_t code = (q >> (4 * (4 * reg + byte))) & 0xF;
+                  const int kk = kb * 128 + 32 * j + 16 * reg + 4 * t + byte;
+                  std::uint32_t want = 0;
+                  if (src >= 0 && kk < src_k) {
+                    const std::uint8_t b = c.payload[(std::size_t(e) * src_rows + src) * (src_k / 2) + kk / 2];
+                    want = kk % 2 ? b >> 4 : b & 0xF;
+                    ++real;
+                  }
+                  mismatches += code != want;
+                }
+            }
+        }
+      }
+    CHECK(real == experts * src_rows * src_k);  // every checkpoint code lands exactly once
+    CHECK(mismatches == 0);
+  }
 }
