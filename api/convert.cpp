@@ -29,6 +29,7 @@ codegen::MoeConfig to_internal(const Config& c) {
   if (!gate_up)
     throw Error("gate_up", fmt::format("gate_up = '{}' is invalid: must be halves or interleaved", c.gate_up));
   m.gate_up = *gate_up;
+  m.biases = c.biases;
   if (c.shared_expert_k_group) m.shared_expert = codegen::SharedExpert{*c.shared_expert_k_group};
   m.dispatch_sms = c.dispatch_sms;
   m.token_capacity = c.token_capacity;
@@ -49,6 +50,7 @@ Config to_public(const codegen::MoeConfig& m) {
   c.activation = std::string(codegen::activation_name(m.activation));
   c.alpha = m.alpha;
   c.gate_up = std::string(codegen::gate_up_name(m.gate_up));
+  c.biases = m.biases;
   c.shared_expert_k_group = m.shared_expert ? std::optional<int>(m.shared_expert->k_group) : std::nullopt;
   c.dispatch_sms = m.dispatch_sms;
   c.token_capacity = m.token_capacity;
@@ -122,7 +124,7 @@ runtime::MoeForwardArgs to_internal(const ForwardArgs& a) {
 }
 
 runtime::PackedWeightsDevice to_internal(const PackedWeightsDevice& p) {
-  return {p.w1, p.w2, p.top_scale_code, p.atom};
+  return {p.w1, p.w2, p.top_scale_code, p.atom, p.b1, p.b2};
 }
 
 runtime::CheckpointWeightsHost to_internal(const CheckpointWeightsHost& w) {

@@ -18,7 +18,8 @@ Layer::Impl& Layer::live() const {
 
 Layer::Layer(const Config& config, const CheckpointWeights& w, const LayerOptions& options) {
   impl_ = api::guarded([&] {
-    return std::make_unique<Impl>(api::to_internal(config), runtime::CheckpointWeightsDevice{w.w1, w.s1, w.w2, w.s2},
+    return std::make_unique<Impl>(api::to_internal(config),
+                                  runtime::CheckpointWeightsDevice{w.w1, w.s1, w.w2, w.s2, w.b1, w.b2},
                                   api::layer_options(options));
   });
 }

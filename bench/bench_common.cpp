@@ -68,9 +68,9 @@ std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens
   return sets;
 }
 
-double expert_bytes(const reference::MoeProblem& p) {
+double expert_bytes(const reference::MoeProblem& p, bool biases) {
   return double(2 * p.intermediate) * p.hidden * (0.5 + 1.0 / 32) +
-         double(p.hidden) * p.intermediate * (0.5 + 1.0 / 32);
+         double(p.hidden) * p.intermediate * (0.5 + 1.0 / 32) + (biases ? 2.0 * (2 * p.intermediate + p.hidden) : 0.0);
 }
 
 }  // namespace moejit::bench

@@ -27,7 +27,7 @@ struct InputSet {
 };
 std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens, int count, std::mt19937_64& rng);
 
-// Packed bytes (payload + UE8M0 scales) of one expert's W1 and W2.
-double expert_bytes(const reference::MoeProblem& p);
+// The bytes of one expert: W1 and W2 (payload + UE8M0 scales), and its BF16 biases if any.
+double expert_bytes(const reference::MoeProblem& p, bool biases = false);
 
 }  // namespace moejit::bench

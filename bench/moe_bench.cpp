@@ -40,10 +40,10 @@ struct Model {
 int main(int argc, char** argv) {
   std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   std::vector<Model> models = {{"glm5.2", codegen::builtin_model("glm5.2")},
-                               {"dsv4.1-flash", codegen::builtin_model("dsv4.1-flash")}};
+                               {"dsv4.1-flash", codegen::builtin_model("dsv4.1-flash")},
+                               {"gpt-oss-120b", codegen::builtin_model("gpt-oss-120b")}};
   // Tuning sweeps: --ctas-per-sm 2,3,4 (each value a layer; 0 = as planned), --models glm5.2
   std::vector<int> ctas_list = {0};
-  std::string only_model;
   codegen::MoeCodegenOptions codegen_options;
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   for (int i = 1; i < argc; ++i) {
@@ -54,12 +54,12 @@ int main(int argc, char** argv) {
       batches = bench::parse_int_list(argv[++i]);
     else if (a == "--ctas-per-sm" && i + 1 < argc)
       ctas_list = bench::parse_int_list(argv[++i]);
-    else if (a == "--model" && i + 1 < argc)
-      only_model = argv[++i];
-    else if (a == "--config" && i + 1 < argc) {  // a JSON config (moejit plan --help) instead of the built-ins
+    else if (a == "--model" && i + 1 < argc) {
+      const std::string name = argv[++i];
+      models = {{name, codegen::builtin_model(name)}};
+    } else if (a == "--config" && i + 1 < argc) {  // a JSON config (moejit plan --help) instead of the built-ins
       const codegen::MoeConfig c = codegen::load_moe_config(argv[++i]);
       models = {{c.name, c}};
-      only_model.clear();
     } else if (a == "--path" && i + 1 < argc && codegen::parse_path(argv[i + 1]))
       codegen_options.path = *codegen::parse_path(argv[++i]);
     else if (a == "--tile-n" && i + 1 < argc)
@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
       if (recipe == codegen::Recipe::w4a16) codegen_options.input_bf16 = true;  // its activations are BF16
     } else {
       fmt::print(stderr,
-                 "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model glm5.2|dsv4.1-flash | --config FILE] "
+                 "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model "
+                 "glm5.2|dsv4.1-flash|gpt-oss-120b|gpt-oss-20b | --config FILE] "
                  "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] [--tile-n N] "
                  "[--stages S]\n");
       return 2;
@@ -94,18 +95,17 @@ int main(int argc, char** argv) {
 
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
-    if (!only_model.empty() && only_model != m.name) continue;
     codegen::MoeConfig config = m.config;
     config.recipe = recipe;
     const reference::MoeProblem p = oracle::problem_of(config);
-    const oracle::RandomWeights weights = oracle::random_weights(p, rng());
+    const oracle::RandomWeights weights = oracle::random_weights(p, rng(), {}, config.biases);
     for (int ctas : ctas_list) {
       runtime::MoeLayerOptions options;
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
       options.codegen = codegen_options;
       options.codegen.ctas_per_sm = ctas;
       runtime::MoeLayer layer(config, weights.device(), options);
-      const double expert_bytes = bench::expert_bytes(p);
+      const double expert_bytes = bench::expert_bytes(p, config.biases);
       runtime::DeviceBuffer y(std::size_t(256) * p.hidden * 2);
       for (int b : batches) {
         std::vector<bench::InputSet> sets = bench::make_input_sets(p, b, kSets, rng);

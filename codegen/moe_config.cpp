@@ -37,12 +37,15 @@ void check_dim(const char* field, const char* symbol, int v, int lo, int hi) {
 struct BuiltinModel {
   std::string_view name;
   int hidden, intermediate, experts, top_k;
-  int shared_k_group;  // the K-group of the model's shared expert (seed Table 4)
+  int shared_k_group;  // the K-group of the model's shared expert (seed Table 4), 0: none
+  bool gpt_oss;        // gpt-oss's MoE block: its activation (alpha 1.702, limit 7), interleaved W1 rows, biases
 };
-// Seed Table 4 (and DESIGN.md's reference shapes).
+// Seed Table 4 (and DESIGN.md's reference shapes); gpt-oss from its published config (MXFP4 experts).
 constexpr BuiltinModel k_models[] = {
-    {"glm5.2", 6144, 2048, 256, 8, 128},
-    {"dsv4.1-flash", 5120, 2304, 384, 6, 32},
+    {"glm5.2", 6144, 2048, 256, 8, 128, false},
+    {"dsv4.1-flash", 5120, 2304, 384, 6, 32, false},
+    {"gpt-oss-120b", 2880, 2880, 128, 4, 0, true},
+    {"gpt-oss-20b", 2880, 2880, 32, 4, 0, true},
 };
 }  // namespace
 
@@ -134,6 +137,15 @@ MoeConfig builtin_model(std::string_view name, bool shared_expert) {
     c.top_k = m.top_k;
     c.hidden = m.hidden;
     c.intermediate = m.intermediate;
+    if (m.gpt_oss) {
+      c.activation = Activation::gpt_oss;
+      c.alpha = 1.702f;
+      c.swiglu_clamp = 7.0f;
+      c.gate_up = GateUp::interleaved;
+      c.biases = true;
+    }
+    if (shared_expert && m.shared_k_group == 0)
+      throw std::invalid_argument(fmt::format("model '{}' has no shared expert", name));
     if (shared_expert) c.shared_expert = SharedExpert{m.shared_k_group};
     return c;
   }

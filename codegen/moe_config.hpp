@@ -59,6 +59,8 @@ struct MoeConfig {
   Activation activation = Activation::swiglu;
   float alpha = 1.702f;  // gpt_oss: the sigmoid's slope
   GateUp gate_up = GateUp::halves;
+  // Per-expert BF16 biases on both projections (gpt-oss): b1 per W1 row, b2 per output row.
+  bool biases = false;
   std::optional<SharedExpert> shared_expert;
   int dispatch_sms = 6;      // S_dispatch requested for role 1 (eq. 5; GC_MOE_SM120_DISPATCH_SMS)
   int token_capacity = 256;  // Bcap: the most tokens per rank the workspace holds

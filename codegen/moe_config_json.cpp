@@ -23,10 +23,9 @@ namespace {
 // /dev/zero` from reading until memory runs out.
 constexpr std::size_t k_max_config_bytes = 1 << 20;
 
-constexpr const char* k_known_keys[] = {"name",         "ranks",          "experts",       "top_k",
-                                        "hidden",       "intermediate",   "recipe",        "swiglu_clamp",
-                                        "activation",   "alpha",          "gate_up",       "shared_expert",
-                                        "dispatch_sms", "token_capacity", "batched_routes"};
+constexpr const char* k_known_keys[] = {
+    "name",       "ranks", "experts", "top_k",  "hidden",        "intermediate", "recipe",         "swiglu_clamp",
+    "activation", "alpha", "gate_up", "biases", "shared_expert", "dispatch_sms", "token_capacity", "batched_routes"};
 
 [[noreturn]] void type_error(const std::string& field, const char* expected, const nlohmann::json& v) {
   throw ConfigError(field, fmt::format("{} must be {}, got {}", field, expected, cache::json_excerpt(v)));
@@ -81,6 +80,7 @@ void to_json(nlohmann::json& j, const MoeConfig& c) {
        {"activation", activation_name(c.activation)},
        {"alpha", c.alpha},
        {"gate_up", gate_up_name(c.gate_up)},
+       {"biases", c.biases},
        {"shared_expert",
         c.shared_expert ? nlohmann::json{{"k_group", c.shared_expert->k_group}} : nlohmann::json(nullptr)},
        {"dispatch_sms", c.dispatch_sms},
@@ -141,6 +141,10 @@ void from_json(const nlohmann::json& j, MoeConfig& c) {
   }
   read_int(j, "dispatch_sms", out.dispatch_sms, false);
   read_int(j, "token_capacity", out.token_capacity, false);
+  if (j.contains("biases")) {
+    if (!j.at("biases").is_boolean()) type_error("biases", "true or false", j.at("biases"));
+    out.biases = j.at("biases").get<bool>();
+  }
   if (j.contains("batched_routes")) {
     if (!j.at("batched_routes").is_boolean()) type_error("batched_routes", "true or false", j.at("batched_routes"));
     out.batched_routes = j.at("batched_routes").get<bool>();

@@ -97,6 +97,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
       {"w1_map", ParamType::tensormap, "const void*", 2},
       {"w2_map", ParamType::tensormap, "const void*", 2},
       {"ws", ParamType::ptr, "moejit::u8*"},
+      {"b1", ParamType::ptr, "const float2*"},
+      {"b2", ParamType::ptr, "const float*"},
       {"tokens", ParamType::u32, "moejit::u32"},
       {"clamp", ParamType::f32, "float"},
       {"alpha", ParamType::f32, "float"},
@@ -106,7 +108,7 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                    plan.tile_n, plan.stages, d.experts),
        plan.compute.smem_bytes},
       {fmt::format("moejit::contract::compute_threads({})", plan.groups), plan.compute.threads},
-      {"sizeof(moejit::ComputeParams)", 7 * 8 + 4 + 4 + 4 + 4},  // the last 4: padding to 8
+      {"sizeof(moejit::ComputeParams)", 9 * 8 + 4 + 4 + 4 + 4},  // the last 4: padding to 8
       {fmt::format("moejit::contract::weight_box_rows({})", plan.tiles), contract::weight_box_rows(plan.tiles)},
       workspace_check(d),
   };

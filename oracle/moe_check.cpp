@@ -122,7 +122,8 @@ RandomInputs random_inputs(const reference::MoeProblem& p, int tokens, RoutingKi
   return in;
 }
 
-RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed, const WeightScales& scales) {
+RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed, const WeightScales& scales,
+                             bool biases) {
   RandomWeights w;
   const std::size_t E = p.experts, H = p.hidden, I = p.intermediate;
   w.host.w1.resize(E * 2 * I * H / 2);
@@ -140,6 +141,20 @@ RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed,
   w.s1 = upload(w.host.s1);
   w.w2 = upload(w.host.w2);
   w.s2 = upload(w.host.s2);
+  if (biases) {
+    std::mt19937_64 rng(seed + 5);
+    std::uniform_real_distribution<double> magnitude(-8.0, 0.0);  // log2 |b|
+    auto fill = [&](std::vector<std::uint16_t>& b, std::size_t n) {
+      b.resize(n);
+      for (auto& v : b) v = mx::bf16_bits((rng() & 1 ? -1.0 : 1.0) * std::exp2(magnitude(rng)));
+    };
+    fill(w.host.b1, E * 2 * I);
+    fill(w.host.b2, E * H);
+    w.b1 = DeviceBuffer(w.host.b1.size() * 2);
+    w.b1.upload(w.host.b1);
+    w.b2 = DeviceBuffer(w.host.b2.size() * 2);
+    w.b2.upload(w.host.b2);
+  }
   return w;
 }
 

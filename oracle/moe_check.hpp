@@ -62,10 +62,14 @@ struct WeightScales {
 // Random MXFP4 checkpoint weights on the host and the device.
 struct RandomWeights {
   reference::CheckpointWeights host;
-  runtime::DeviceBuffer w1, s1, w2, s2;
-  runtime::CheckpointWeightsDevice device() const { return {w1.ptr(), s1.ptr(), w2.ptr(), s2.ptr()}; }
+  runtime::DeviceBuffer w1, s1, w2, s2, b1, b2;
+  runtime::CheckpointWeightsDevice device() const {
+    return {w1.ptr(), s1.ptr(), w2.ptr(), s2.ptr(), b1.ptr(), b2.ptr()};
+  }
 };
-RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed, const WeightScales& scales = {});
+// With `biases`, b1 and b2 are BF16 in +-[2^-8, 1] with random signs (never zero).
+RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed, const WeightScales& scales = {},
+                             bool biases = false);
 
 struct MoeCheckResult {
   int tokens = 0;

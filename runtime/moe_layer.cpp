@@ -67,12 +67,14 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevi
                                            "device pointer",
                                            name, ptr));
   pack_weights(weights);
+  adopt_biases(weights.b1, weights.b2);
   map_weights();
 }
 
 MoeLayer::MoeLayer(const codegen::MoeConfig& config, const PackedWeightsDevice& packed, const MoeLayerOptions& options)
     : MoeLayer(config, options, Setup{}) {
   adopt_packed(packed);
+  adopt_biases(packed.b1, packed.b2);
   map_weights();
 }
 
@@ -170,6 +172,55 @@ void MoeLayer::adopt_packed(const PackedWeightsDevice& packed) {
   }
   w1_ptr_ = packed.w1;
   w2_ptr_ = packed.w2;
+}
+
+void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2) {
+  const std::size_t E = config_.local_experts(), H = config_.hidden, I = config_.intermediate;
+  for (auto [name, ptr] : {std::pair{"b1", b1}, std::pair{"b2", b2}}) {
+    if (!config_.biases && ptr != 0)
+      throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: the config has no biases (set \"biases\": "
+                                           "true to use them)",
+                                           name, ptr));
+    if (config_.biases && (ptr == 0 || ptr % 2 != 0))
+      throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: the config has biases; it must be a "
+                                           "non-null 2-byte aligned device pointer to BF16 [{}][{}]",
+                                           name, ptr, E, name == std::string("b1") ? 2 * I : H));
+  }
+  if (!config_.biases) return;
+  for (auto [name, ptr, bytes] : {std::tuple{"b1", b1, E * 2 * I * 2}, std::tuple{"b2", b2, E * H * 2}}) {
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    if (driver().cuMemGetAddressRange(&base, &size, ptr) != CUDA_SUCCESS || base + size - ptr < bytes)
+      throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: it must be device memory holding the {} "
+                                           "B of its BF16 biases",
+                                           name, ptr, bytes));
+  }
+  // The kernels read FP32 (exact images of the BF16 values) at the padded extents: b1 as (gate, up) pairs per
+  // intermediate column, b2 per output row; zero in the padding.
+  std::vector<std::uint16_t> host1(E * 2 * I), host2(E * H);
+  MOEJIT_CU(cuMemcpyDtoH, host1.data(), b1, host1.size() * 2);
+  MOEJIT_CU(cuMemcpyDtoH, host2.data(), b2, host2.size() * 2);
+  auto value = [](std::uint16_t bits) {
+    const std::uint32_t word = std::uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &word, 4);
+    return f;
+  };
+  const std::size_t hp = codegen::padded_hidden(config_), ip = codegen::padded_intermediate(config_);
+  const bool interleaved = config_.gate_up == codegen::GateUp::interleaved;
+  std::vector<float> pairs(E * ip * 2, 0.0f), rows(E * hp, 0.0f);
+  for (std::size_t e = 0; e < E; ++e) {
+    for (std::size_t i = 0; i < I; ++i) {
+      const std::size_t gate = interleaved ? 2 * i : i, up = interleaved ? 2 * i + 1 : I + i;
+      pairs[(e * ip + i) * 2] = value(host1[e * 2 * I + gate]);
+      pairs[(e * ip + i) * 2 + 1] = value(host1[e * 2 * I + up]);
+    }
+    for (std::size_t h = 0; h < H; ++h) rows[e * hp + h] = value(host2[e * H + h]);
+  }
+  b1_ = DeviceBuffer(pairs.size() * 4);
+  b2_ = DeviceBuffer(rows.size() * 4);
+  b1_.upload(pairs);
+  b2_.upload(rows);
 }
 
 void MoeLayer::map_weights() {
@@ -340,6 +391,8 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
           .map("w2_map", w2_map_)
           .ptr("ws", ws)
           .u32("tokens", tokens)
+          .ptr("b1", config_.biases ? b1_.ptr() : 0)
+          .ptr("b2", config_.biases ? b2_.ptr() : 0)
           .f32("clamp", config_.swiglu_clamp.value_or(std::numeric_limits<float>::infinity()))
           .f32("alpha", config_.alpha);
     } else {

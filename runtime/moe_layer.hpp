@@ -59,6 +59,7 @@ struct MoeLayerOptions {
 struct CheckpointWeightsDevice {
   CUdeviceptr w1 = 0, s1 = 0;  // [E][2I][H/2], [E][2I][H/32]
   CUdeviceptr w2 = 0, s2 = 0;  // [E][H][I/2],  [E][H][I/32]
+  CUdeviceptr b1 = 0, b2 = 0;  // config.biases: BF16 [E][2I] (W1's row order), [E][H]; else 0
 };
 
 // Weights packed ahead of time (runtime/weight_packing.hpp, `moejit::pack_weights`)
@@ -68,6 +69,7 @@ struct PackedWeightsDevice {
   CUdeviceptr w1 = 0, w2 = 0;  // step blobs, packed_bytes() each
   int top_scale_code = -1;     // PackedWeightsHost::top_scale_code
   std::string atom;            // PackedWeightsHost::atom: the layout they are packed in
+  CUdeviceptr b1 = 0, b2 = 0;  // the checkpoint's biases (CheckpointWeightsDevice), with config.biases
 };
 
 // Device buffers of one forward. Pre-quantized x: x_q [B][H] E4M3 + x_scales
@@ -187,6 +189,7 @@ class MoeLayer {
   std::vector<RoleLaunch> role_launches(const TokenLaunch& t, const MoeForwardArgs& a, CUdeviceptr ws) const;
   void pack_weights(const CheckpointWeightsDevice& weights);
   void adopt_packed(const PackedWeightsDevice& packed);
+  void adopt_biases(CUdeviceptr b1, CUdeviceptr b2);
   void map_weights();
   std::shared_ptr<RoleGraph> graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing);
   void check_routes(const MoeForwardArgs& a, bool capturing) const;
@@ -202,6 +205,7 @@ class MoeLayer {
   DeviceBuffer w1_, w2_;                 // packed step blobs, when the layer packed them
   CUdeviceptr w1_ptr_ = 0, w2_ptr_ = 0;  // the step blobs it reads (its own, or the caller's)
   TensorMapBlob w1_map_, w2_map_;        // their TMA maps, passed by value to the compute role
+  DeviceBuffer b1_, b2_;                 // config.biases: FP32 (gate, up) pairs [E][I'], rows [E][H'] (padded)
   CUstream setup_stream_ = nullptr;      // non-blocking: clears new workspaces, also during a capture
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<RoleKernels>> kernels_;  // by compute spec summary

@@ -38,6 +38,8 @@ struct ComputeParams {
   const void* w1_map;         // TMA over W1's step blobs [E][2I/128][H/128][2] (contract::weight_box_rows)
   const void* w2_map;         // TMA over W2's step blobs [E][H/128][I/128][2]
   u8* ws;                     // the workspace (contract::workspace_layout)
+  const float2* b1;           // biases (config.biases), else null: (gate, up) of intermediate column i, [E][I']
+  const float* b2;            // [E][H']: output row h
   u32 tokens;
   float clamp;
   float alpha;  // gpt-oss's sigmoid slope (kActivationGptOss)
@@ -351,10 +353,43 @@ struct ComputeRole {
     for (int u = 0; u < kT; ++u)
 #pragma unroll
       for (int i = 0; i < N / 2; ++i) acc[u][i] *= Atom::kAccScale;
+    if (p.b1) add_biases<N>(p, sg, route, acc);
     if (sg.phase == 0)
       gemm1_epilogue<N>(p, sg, ws, route, acc, s_amax);
     else
       gemm2_epilogue<N>(sg, ws, route, acc);
+  }
+
+  // The biases (config.biases): GEMM1's b1 on gate and up before the
+  // activation; GEMM2's b2 times the route weight, so that the k route rows
+  // sum to y = sum_j w_j (W2 act_j + b2).
+  template <int N>
+  __device__ static void add_biases(const ComputeParams& p, const Segment& sg, const int (&route)[N / 4],
+                                    float (&acc)[kT][N / 2]) {
+    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int u = 0; u < kT; ++u) {
+      const int tile = sg.mt * kTiles + group * kT + u;
+      if (sg.phase == 0) {
+        const float2 b = p.b1[u64(sg.expert) * kInter + tile * 32 + warp * 8 + g];
+#pragma unroll
+        for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+          for (int q = 0; q < 2; ++q) acc[u][4 * i + q] += b.x, acc[u][4 * i + 2 + q] += b.y;
+      } else {
+        const float* b = p.b2 + u64(sg.expert) * kHidden + tile * 64 + warp * 16 + g;
+        const float lo = b[0], hi = b[8];
+#pragma unroll
+        for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            const float w = 8 * i + 2 * t + q < sg.rows ? p.topk_weights[route[2 * i + q]] : 0.0f;
+            acc[u][4 * i + q] = fmaf(w, lo, acc[u][4 * i + q]);
+            acc[u][4 * i + 2 + q] = fmaf(w, hi, acc[u][4 * i + 2 + q]);
+          }
+      }
+    }
   }
 
   // Rows g / g+8 of warp w's slice of each of the warpgroup's tiles are gate

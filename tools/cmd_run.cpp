@@ -114,7 +114,7 @@ int cmd_run(int argc, char** argv) {
   }
   runtime::ScopedContext ctx(0);
   fmt::print("[3/3] run on {}: random weights (seed {}) ...\n", device->name, seed);
-  const oracle::RandomWeights weights = oracle::random_weights(oracle::problem_of(model), seed);
+  const oracle::RandomWeights weights = oracle::random_weights(oracle::problem_of(model), seed, {}, model.biases);
   runtime::MoeLayer layer(model, weights.device(), layer_options);
   const oracle::MoeCheckResult r =
       oracle::check_forward(layer, weights, tokens, oracle::RoutingKind::uniform, seed + 1);

@@ -6,9 +6,12 @@
 #   tools/gpu_session.sh [STEP...]      default: tests memcheck plan bench python
 #
 #   tests     moejit_gpu_tests: the whole GPU matrix, both paths, and the runtime tests
-#   memcheck  compute-sanitizer memcheck on `moejit run --batch 8`, each path and the W4A16 recipe
-#   plan      `moejit plan --device h200 --batches 8` beside what `moejit run --batch 8` launches
-#   bench     moejit_bench_moe twice per path, once for W4A16 (and dist/old/moejit_bench_moe once, if carried)
+#   memcheck  compute-sanitizer memcheck on `moejit run --batch 8`: each path and the W4A16 recipe (GLM5.2),
+#             and gpt-oss-120b
+#   plan      `moejit plan --device h200 --batches 8` beside what `moejit run --batch 8` launches, and
+#             `moejit run --model gpt-oss-120b` (B = 1, 64; W4A16 at B = 8)
+#   bench     moejit_bench_moe: the fast path (the default) twice, the exact path and W4A16 once (and
+#             dist/old/moejit_bench_moe once, if carried)
 #   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
 #
@@ -53,15 +56,18 @@ for step in "${steps[@]}"; do
       done
       run memcheck-w4a16.log compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model glm5.2 \
         --batch 8 --recipe w4a16
+      run memcheck-gpt-oss.log compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model gpt-oss-120b \
+        --batch 8
       ;;
     plan)
       run plan-h200.log moejit plan --device h200 --model glm5.2 --ranks 1 --batches 8
       run run-b8.log moejit run --model glm5.2 --batch 8
+      for b in 1 64; do run "run-gpt-oss-b$b.log" moejit run --model gpt-oss-120b --batch "$b"; done
+      run run-gpt-oss-w4a16.log moejit run --model gpt-oss-120b --batch 8 --recipe w4a16
       ;;
     bench)
-      for path in exact fast; do
-        for i in 1 2; do run "bench-$path-$i.log" moejit_bench_moe --path "$path"; done
-      done
+      for i in 1 2; do run "bench-fast-$i.log" moejit_bench_moe --path fast; done
+      run bench-exact-1.log moejit_bench_moe --path exact
       run bench-w4a16.log moejit_bench_moe --recipe w4a16
       [ -x "$DIST/old/moejit_bench_moe" ] && run bench-old.log "$DIST/old/moejit_bench_moe"
       ;;

@@ -59,6 +59,7 @@ struct Config {
   std::string activation = "swiglu";          // or "gpt-oss": g' sigmoid(alpha g') (u' + 1)
   float alpha = 1.702f;                       // gpt-oss's sigmoid slope
   std::string gate_up = "halves";             // W1's gate/up rows: "halves" or "interleaved" (gpt-oss)
+  bool biases = false;                        // per-expert BF16 biases b1, b2 (gpt-oss; CheckpointWeights)
   std::optional<int> shared_expert_k_group;   // a fused shared expert (32 or 128), or none
   int dispatch_sms = 6;
   int token_capacity = 256;  // the most tokens per forward (per rank)
@@ -146,8 +147,11 @@ MOEJIT_API void configure(const Settings& settings);
 
 // Checkpoint-layout MXFP4 expert weights in device memory (README, "Weights"):
 // w1 [E][2I][H/2] with s1 [E][2I][H/32], w2 [E][H][I/2] with s2 [E][H][I/32].
+// With Config::biases: b1 BF16 [E][2I] (one per W1 row, in the checkpoint's
+// row order) and b2 BF16 [E][H]; else both 0.
 struct CheckpointWeights {
   std::uint64_t w1 = 0, s1 = 0, w2 = 0, s2 = 0;
+  std::uint64_t b1 = 0, b2 = 0;
 };
 
 // Offline packing: the layer's own weight layout, made on the host, so that a
@@ -172,6 +176,7 @@ struct PackedWeightsDevice {
   std::uint64_t w1 = 0, w2 = 0;
   int top_scale_code = -1;
   std::string atom;
+  std::uint64_t b1 = 0, b2 = 0;  // the checkpoint's biases (CheckpointWeights), with Config::biases
 };
 
 // One forward's device buffers: x_q E4M3 [B][H] + x_scales UE8M0 bytes

@@ -18,7 +18,10 @@ def weight_shapes(config: Dict[str, Any]) -> Dict[str, tuple]:
     """The checkpoint-layout MXFP4 shapes the layer takes (README, "Weights")."""
     e = config["experts"] // config["ranks"]
     h, i = config["hidden"], config["intermediate"]
-    return {"w1": (e, 2 * i, h // 2), "s1": (e, 2 * i, h // 32), "w2": (e, h, i // 2), "s2": (e, h, i // 32)}
+    shapes = {"w1": (e, 2 * i, h // 2), "s1": (e, 2 * i, h // 32), "w2": (e, h, i // 2), "s2": (e, h, i // 32)}
+    if config.get("biases"):
+        shapes.update({"b1": (e, 2 * i), "b2": (e, h)})  # BF16, b1 in W1's row order
+    return shapes
 
 
 def forward_args(config: Dict[str, Any], device: int, input_bf16: bool, x: Any, topk_ids: Any,
@@ -80,25 +83,42 @@ class MoeLayer:
     ``check_routes_on_host``, ``pdl``, ``use_graphs``.
     """
 
-    def __init__(self, config: ConfigLike, w1: Any, s1: Any, w2: Any, s2: Any, **options: Any) -> None:
+    def __init__(self, config: ConfigLike, w1: Any, s1: Any, w2: Any, s2: Any, b1: Any = None, b2: Any = None,
+                 **options: Any) -> None:
         self._setup(config, w1, options)
         shapes = weight_shapes(self.config)
         ptrs = pointers([(name, t, shapes[name], _U8) for name, t in (("w1", w1), ("s1", s1), ("w2", w2),
                                                                        ("s2", s2))], self.device)
-        self._layer = _moejit.Layer(self._config_json, ptrs["w1"], ptrs["s1"], ptrs["w2"], ptrs["s2"], options)
+        b = self._biases(b1, b2)
+        self._layer = _moejit.Layer(self._config_json, ptrs["w1"], ptrs["s1"], ptrs["w2"], ptrs["s2"], b["b1"],
+                                    b["b2"], options)
 
     @classmethod
-    def from_packed(cls, config: ConfigLike, packed: Dict[str, Any], w1: Any, w2: Any, **options: Any) -> "MoeLayer":
+    def from_packed(cls, config: ConfigLike, packed: Dict[str, Any], w1: Any, w2: Any, b1: Any = None,
+                    b2: Any = None, **options: Any) -> "MoeLayer":
         """A layer over weights packed offline (``moejit.pack_weights``) and uploaded:
         ``w1``, ``w2`` are uint8 CUDA tensors holding ``packed["w1"]``, ``packed["w2"]``.
         The layer reads them in place (keep them alive) and holds no second copy."""
         self = cls.__new__(cls)
         self._setup(config, w1, options)
         ptrs = pointers([("w1", w1, (len(packed["w1"]),), _U8), ("w2", w2, (len(packed["w2"]),), _U8)], self.device)
+        b = self._biases(b1, b2)
         self._layer = _moejit.Layer.from_packed(self._config_json, ptrs["w1"], ptrs["w2"],
-                                                int(packed["top_scale_code"]), str(packed["atom"]), options)
+                                                int(packed["top_scale_code"]), str(packed["atom"]), b["b1"], b["b2"],
+                                                options)
         self._packed = (w1, w2)  # the layer reads them: keep them alive with it
         return self
+
+    def _biases(self, b1: Any, b2: Any) -> Dict[str, int]:
+        """The BF16 biases' pointers (a config with "biases": true needs both; others take none)."""
+        if not self.config.get("biases"):
+            for name, t in (("b1", b1), ("b2", b2)):
+                if t is not None:
+                    raise MoejitError(f"{name}: the config has no biases (set \"biases\": true to use them)", name)
+            return {"b1": 0, "b2": 0}
+        shapes = weight_shapes(self.config)
+        return pointers([(name, t, shapes[name], ("bfloat16",)) for name, t in (("b1", b1), ("b2", b2))],
+                        self.device)
 
     def _setup(self, config: ConfigLike, w1: Any, options: Dict[str, Any]) -> None:
         """The config, and the device: options["device"], else w1's (set into options for the C++ layer)."""

@@ -146,18 +146,18 @@ NB_MODULE(_moejit, m) {
       .def(
           "__init__",
           [](moejit::Layer* self, const std::string& config, std::uint64_t w1, std::uint64_t s1, std::uint64_t w2,
-             std::uint64_t s2, const nb::dict& options) {
-            new (self) moejit::Layer(config_of(config), {w1, s1, w2, s2}, layer_options(options));
+             std::uint64_t s2, std::uint64_t b1, std::uint64_t b2, const nb::dict& options) {
+            new (self) moejit::Layer(config_of(config), {w1, s1, w2, s2, b1, b2}, layer_options(options));
           },
-          "config"_a, "w1"_a, "s1"_a, "w2"_a, "s2"_a, "options"_a)
+          "config"_a, "w1"_a, "s1"_a, "w2"_a, "s2"_a, "b1"_a, "b2"_a, "options"_a)
       .def_static(
           "from_packed",
           [](const std::string& config, std::uint64_t w1, std::uint64_t w2, int top_scale_code, const std::string& atom,
-             const nb::dict& options) {
-            return moejit::Layer(config_of(config), moejit::PackedWeightsDevice{w1, w2, top_scale_code, atom},
+             std::uint64_t b1, std::uint64_t b2, const nb::dict& options) {
+            return moejit::Layer(config_of(config), moejit::PackedWeightsDevice{w1, w2, top_scale_code, atom, b1, b2},
                                  layer_options(options));
           },
-          "config"_a, "w1"_a, "w2"_a, "top_scale_code"_a, "atom"_a, "options"_a)
+          "config"_a, "w1"_a, "w2"_a, "top_scale_code"_a, "atom"_a, "b1"_a, "b2"_a, "options"_a)
       .def(
           "forward",
           [](moejit::Layer& layer, std::uint64_t x_q, std::uint64_t x_scales, std::uint64_t x_bf16,

@@ -46,7 +46,7 @@ def field_of(f):
 
 class Configs(unittest.TestCase):
     def test_builtin_dict_and_file(self):
-        self.assertEqual(moejit.builtin_models(), ["glm5.2", "dsv4.1-flash"])
+        self.assertEqual(moejit.builtin_models(), ["glm5.2", "dsv4.1-flash", "gpt-oss-120b", "gpt-oss-20b"])
         glm = moejit.config("glm5.2")
         self.assertEqual(glm["name"], "glm5.2")
         self.assertEqual(moejit.config(glm), glm)
@@ -57,6 +57,20 @@ class Configs(unittest.TestCase):
             with open(path, "w") as f:
                 json.dump(SMALL, f)
             self.assertEqual(moejit.config(path)["hidden"], 512)
+
+    def test_gpt_oss(self):
+        oss = moejit.config("gpt-oss-120b")
+        self.assertEqual((oss["hidden"], oss["intermediate"], oss["experts"], oss["top_k"]), (2880, 2880, 128, 4))
+        self.assertEqual((oss["activation"], oss["gate_up"], oss["biases"]), ("gpt-oss", "interleaved", True))
+        self.assertAlmostEqual(oss["alpha"], 1.702, places=6)
+        self.assertEqual(oss["swiglu_clamp"], 7.0)
+        shapes = moejit.weight_shapes(oss)
+        self.assertEqual((shapes["b1"], shapes["b2"]), ((128, 5760), (128, 2880)))
+        self.assertNotIn("b1", moejit.weight_shapes(moejit.config("glm5.2")))
+        # H and I any multiple of 32: the kernels pad to 128 inside.
+        self.assertEqual(moejit.config({**SMALL, "hidden": 544, "intermediate": 288})["hidden"], 544)
+        self.assertEqual(moejit.plan({**SMALL, "hidden": 544}, 8)["compute"]["launched"], True)
+        self.assertEqual(field_of(lambda: moejit.config({**SMALL, "activation": "gelu"})), "activation")
 
     def test_errors_name_the_field(self):
         self.assertTrue(issubclass(moejit.MoejitError, ValueError))

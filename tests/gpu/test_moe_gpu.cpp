@@ -40,7 +40,8 @@ int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::v
                const Matrix& m = {}) {
   runtime::ScopedContext ctx(0);
   const std::uint64_t seed = gpu_test::seed() ^ std::hash<std::string>{}(shape.name);
-  const oracle::RandomWeights weights = oracle::random_weights(oracle::problem_of(shape.config), seed, m.scales);
+  const oracle::RandomWeights weights =
+      oracle::random_weights(oracle::problem_of(shape.config), seed, m.scales, shape.config.biases);
   std::vector<std::unique_ptr<runtime::MoeLayer>> layers;
   std::vector<runtime::MoeLayer*> ptrs;
   for (codegen::ComputePath path : m.paths) {
@@ -160,14 +161,15 @@ TEST_CASE("H and I multiples of 32, not of 64: padded to 128 inside, both paths,
   CHECK(failures == 0);
 }
 
-TEST_CASE("gpt-oss's block: its activation (alpha, limit) and interleaved gate/up rows, padded, both recipes") {
+TEST_CASE("gpt-oss's block: its activation (alpha, limit), interleaved gate/up rows, biases, padded, both recipes") {
   // The shape of gpt-oss scaled down (H = I = 2880 is 22.5 x 128: here 544 and 288), its checkpoint's W1 row
-  // order (gate i at row 2i, up i at 2i + 1), g' sigmoid(1.702 g') (u' + 1) with limit 7.
+  // order (gate i at row 2i, up i at 2i + 1), g' sigmoid(1.702 g') (u' + 1) with limit 7, random non-zero biases.
   codegen::MoeConfig config = gpu_test::small_config("custom", 16, 4, 544, 288);
   config.activation = codegen::Activation::gpt_oss;
   config.alpha = 1.702f;
   config.swiglu_clamp = 7.0f;
   config.gate_up = codegen::GateUp::interleaved;
+  config.biases = true;
   int failures = run_matrix({"gpt-oss-like", config}, {1, 8, 64, 256}, k_routings);
   config.recipe = codegen::Recipe::w4a16;
   Matrix w4a16;

@@ -30,7 +30,7 @@ moejit::Config small_config() {
 }
 
 TEST_CASE("public API: configs, and each refusal names its field") {
-  CHECK(moejit::builtin_models() == std::vector<std::string>{"glm5.2", "dsv4.1-flash"});
+  CHECK(moejit::builtin_models() == std::vector<std::string>{"glm5.2", "dsv4.1-flash", "gpt-oss-120b", "gpt-oss-20b"});
   const moejit::Config glm = moejit::builtin_config("glm5.2");
   CHECK(glm.hidden > 0);
   CHECK(moejit::config_from_json(moejit::to_json(glm)).hidden == glm.hidden);

@@ -19,7 +19,7 @@ TEST_CASE("api: every config field survives the round trip, every built-in model
   std::vector<codegen::MoeConfig> configs;
   for (const std::string& name : codegen::builtin_model_names()) {
     configs.push_back(codegen::builtin_model(name));
-    configs.push_back(codegen::builtin_model(name, true));
+    if (name.rfind("gpt-oss", 0) != 0) configs.push_back(codegen::builtin_model(name, true));  // gpt-oss has none
   }
   codegen::MoeConfig every;  // each field off its default
   every.name = "every-field";
@@ -29,6 +29,10 @@ TEST_CASE("api: every config field survives the round trip, every built-in model
   every.hidden = 2048;
   every.intermediate = 768;
   every.swiglu_clamp = std::nullopt;
+  every.activation = codegen::Activation::gpt_oss;
+  every.alpha = 1.5f;
+  every.gate_up = codegen::GateUp::interleaved;
+  every.biases = true;
   every.shared_expert = codegen::SharedExpert{32};
   every.dispatch_sms = 9;
   every.token_capacity = 128;

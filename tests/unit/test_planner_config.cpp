@@ -55,9 +55,19 @@ TEST_CASE("the built-in models and a valid configuration") {
   const MoeConfig d = builtin_model("dsv4.1-flash", true);
   CHECK((d.hidden == 5120 && d.intermediate == 2304 && d.experts == 384 && d.top_k == 6));
   CHECK(d.shared_expert == SharedExpert{32});
-  CHECK_THROWS_WITH_AS(builtin_model("llama"), "unknown model 'llama' (built-in models: glm5.2, dsv4.1-flash)",
+  CHECK_THROWS_WITH_AS(builtin_model("llama"),
+                       "unknown model 'llama' (built-in models: glm5.2, dsv4.1-flash, gpt-oss-120b, gpt-oss-20b)",
                        std::invalid_argument);
   CHECK_NOTHROW(validate(glm(8)));
+  // gpt-oss: its MoE block as published (MXFP4 experts, H = I = 2880, top-4), no shared expert.
+  const MoeConfig o = builtin_model("gpt-oss-120b");
+  CHECK((o.hidden == 2880 && o.intermediate == 2880 && o.experts == 128 && o.top_k == 4));
+  CHECK((o.activation == Activation::gpt_oss && o.alpha == 1.702f && o.swiglu_clamp == 7.0f));
+  CHECK((o.gate_up == GateUp::interleaved && o.biases));
+  CHECK(builtin_model("gpt-oss-20b").experts == 32);
+  CHECK_NOTHROW(validate(o));
+  CHECK_THROWS_WITH_AS(builtin_model("gpt-oss-20b", true), "model 'gpt-oss-20b' has no shared expert",
+                       std::invalid_argument);
 }
 
 TEST_CASE("Table 10: ranks R") {
