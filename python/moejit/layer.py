@@ -39,7 +39,7 @@ def forward_args(config: Dict[str, Any], device: int, input_bf16: bool, x: Any, 
             raise MoejitError("x_scales: a layer with input_bf16 quantizes x itself; pass no x_scales", "x_scales")
     else:
         specs.append(("x", x, (tokens, h), _E4M3))
-#UE8M0 codes[B, H / 32] as bytes, or packed four to an int32 word[B, H / 128] where H allows.
+        # UE8M0 codes [B, H/32] as bytes, or packed four to an int32 word [B, H/128] where H allows.
         if h % 128 == 0 and not str(getattr(x_scales, "dtype", "")).endswith("uint8"):
             specs.append(("x_scales", x_scales, (tokens, h // 128), ("int32",)))
         else:
@@ -48,12 +48,9 @@ def forward_args(config: Dict[str, Any], device: int, input_bf16: bool, x: Any, 
               ("topk_weights", topk_weights, (tokens, k), ("float32",)),
               ("out", out, (tokens, h), ("bfloat16",))]
     p = pointers(specs, device)
-    args = {
-    "x_q" : 0 if input_bf16 else p["x"], "x_scales" : p.get("x_scales", 0),
-        "x_bf16" : p["x"] if input_bf16 else 0,
-                   "topk_ids" : p["topk_ids"],
-                                "topk_weights" : p["topk_weights"],
-                                                 "y" : p["out"]}
+    args = {"x_q": 0 if input_bf16 else p["x"], "x_scales": p.get("x_scales", 0),
+            "x_bf16": p["x"] if input_bf16 else 0, "topk_ids": p["topk_ids"], "topk_weights": p["topk_weights"],
+            "y": p["out"]}
     args["tokens"] = tokens
     return args
 
@@ -129,7 +126,7 @@ class MoeLayer:
             info = describe(w1, "w1")
             device = info.index if info.device == "cuda" and info.index >= 0 else 0
         options["device"] = self.device = int(device)
-#W4A16 has one input format, BF16 x : the recipe implies input_bf16(as the planner does).
+        # W4A16 has one input format, BF16 x: the recipe implies input_bf16 (as the planner does).
         self.input_bf16 = bool(options.get("input_bf16", False)) or self.config.get("recipe") == "w4a16"
         self._handle: Optional[int] = None
 

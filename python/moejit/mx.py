@@ -1,16 +1,11 @@
-""
-    "MX formats in torch: what an engine needs to feed a moejit layer, and to
-    check one.Needs
-    torch(imported on first use of this module)
-        .
+"""MX formats in torch: what an engine needs to feed a moejit layer, and to
+check one. Needs torch (imported on first use of this module).
 
-    - quantize_mxfp8(x)
-    : BF16 / FP32[B, H]->(E4M3[B, H], int32 scale words[B, H / 128])
-    : per 32 along H,
-the UE8M0 code is floor(log2(amax)) - 8 +
-    127(OCP MX
-        : the block 's largest magnitude lands in E4M3' s top binade),
-clamped to[0, 254]; elements round to nearest even and saturate at 448.
+- quantize_mxfp8(x): BF16/FP32 [B, H] -> (E4M3 [B, H], int32 scale words
+  [B, H/128], or bytes [B, H/32] where H is not a multiple of 128): per 32
+  along H, the UE8M0 code is floor(log2(amax)) - 8 + 127
+  (OCP MX: the block's largest magnitude lands in E4M3's top binade),
+  clamped to [0, 254]; elements round to nearest even and saturate at 448.
   Byte j of a scale word is the code of K32 block j (little-endian).
 - dequantize_mxfp4(payload, scales): checkpoint MXFP4 -> float64 (low nibble first).
 """
@@ -44,10 +39,10 @@ def quantize_mxfp8(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """x [B, H] -> (E4M3 [B, H], scales), the layer's MXFP8 input: the UE8M0 codes as int32 words
     [B, H/128] where H is a multiple of 128, else as bytes [B, H/32]."""
     b, h = x.shape
-#float32 is exact here : a BF16 / FP32 block's amax is below 2^128, so codes lie in [0, 246] and the
-#scale 2 ^ (127 - code) is a normal float32, built from its exponent bits(no exp2, whose
-#compiled form may approximate); the product is exact wherever E4M3 can hold it.
-#(float64 would be exact too, but Triton cannot round float64 to E4M3 under torch.compile.)
+    # float32 is exact here: a BF16/FP32 block's amax is below 2^128, so codes lie in [0, 246] and the
+    # scale 2^(127 - code) is a normal float32, built from its exponent bits (no exp2, whose
+    # compiled form may approximate); the product is exact wherever E4M3 can hold it.
+    # (float64 would be exact too, but Triton cannot round float64 to E4M3 under torch.compile.)
     blocks = x.to(torch.float32).reshape(b, h // 32, 32)
     codes = block_scale_codes(blocks.abs().amax(dim=2), 8)
     scale = ((254 - codes).to(torch.int32) << 23).view(torch.float32)

@@ -148,7 +148,7 @@ class Tensors(unittest.TestCase):
     def test_layer_refuses_cpu_and_wrong_weights(self):
         with self.assertRaisesRegex(moejit.MoejitError, r"w1 is on cpu: it must be a CUDA tensor \(on cuda:0\)"):
             moejit.MoeLayer(SMALL, **self.weights())
-#Every tensor's dtype and shape are checked before any device: the first refusal is the specific one.
+        # Every tensor's dtype and shape are checked before any device: the first refusal is the specific one.
         with self.assertRaisesRegex(moejit.MoejitError, r"s2: dtype float32 is invalid: must be uint8"):
             moejit.MoeLayer(SMALL, **self.weights(s2=np.zeros((8, 512, 8), np.float32)))
         with self.assertRaisesRegex(moejit.MoejitError, r"w2: shape \[8, 512, 64\] is invalid: must be \[8, 512, 128\]"):
@@ -163,8 +163,7 @@ class Tensors(unittest.TestCase):
                     x_scales=np.zeros((b, h // 128), np.int32))
 
         def call(input_bf16=False, **replace):
-            a = {
-  **good, **replace}
+            a = {**good, **replace}
             return forward_args(self.cfg, 0, input_bf16, a["x"], a["topk_ids"], a["topk_weights"], a["out"],
                                 a["x_scales"])
 
@@ -177,14 +176,14 @@ class Tensors(unittest.TestCase):
             (dict(x=np.zeros((h, b), np.uint8).T), r"x is not contiguous"),
             (dict(x=np.zeros((300, h), np.uint8)), r"x: batch B = 300 is invalid: must be in \[1, 256\]"),
             (dict(out=np.zeros((b, h), np.float32)), r"out: dtype float32 is invalid: must be bfloat16"),
-#Right dtypes and shapes, but host memory : refused before any pointer is read.
+            # Right dtypes and shapes, but host memory: refused before any pointer is read.
             ({}, r"x is on cpu: it must be a CUDA tensor \(on cuda:0\)"),
         ]
         for replace, message in cases:
             with self.subTest(message=message):
                 with self.assertRaisesRegex(moejit.MoejitError, message):
                     call(**replace)
-#A caller 's workspace: a uint8 vector of at least workspace_bytes, on the layer' s device.
+        # A caller's workspace: a uint8 vector of at least workspace_bytes, on the layer's device.
         from moejit.layer import workspace_pointer
         with self.assertRaisesRegex(moejit.MoejitError, r"workspace: shape \[100\] is invalid: must be \[n\] with n >= 4096"):
             workspace_pointer(np.zeros(100, np.uint8), 4096, 0)
@@ -192,7 +191,7 @@ class Tensors(unittest.TestCase):
             workspace_pointer(np.zeros(4096, np.float32), 4096, 0)
         with self.assertRaisesRegex(moejit.MoejitError, r"workspace is on cpu"):
             workspace_pointer(np.zeros(4096, np.uint8), 4096, 0)
-#A BF16 - input layer takes BF16 x and no scales.
+        # A BF16-input layer takes BF16 x and no scales.
         with self.assertRaisesRegex(moejit.MoejitError, r"x: dtype uint8 is invalid: must be bfloat16"):
             call(input_bf16=True, x_scales=None)
         with self.assertRaisesRegex(moejit.MoejitError, r"x_scales: a layer with input_bf16 quantizes x itself"):
@@ -216,7 +215,7 @@ class Packing(unittest.TestCase):
         with self.assertRaisesRegex(moejit.MoejitError, r"s2: 32767 bytes are invalid: must be 32768 \(\[8\]\[512\]\[8\] uint8\)"):
             moejit.pack_weights(SMALL, **{**w, "s2": w["s2"].reshape(-1)[:-1]})
         self.assertEqual(field_of(lambda: moejit.pack_weights(SMALL, **{**w, "w1": w["w1"].astype(np.float32)})), "w1")
-#A layer over packed weights takes them on the GPU only.
+        # A layer over packed weights takes them on the GPU only.
         with self.assertRaisesRegex(moejit.MoejitError, r"w1 is on cpu"):
             moejit.MoeLayer.from_packed(SMALL, p, np.frombuffer(p["w1"], np.uint8), np.frombuffer(p["w2"], np.uint8))
 
