@@ -24,7 +24,7 @@ std::vector<KernelSpec> moe_role_specs(const MoeConfig& config, const MoeLaunchP
 
 // W1 (rows 2I, K = H, gate/up paired per tile) or W2 (rows H, K = I) into the atom's step blobs.
 enum class Projection { w1, w2 };
-// The projection as packed (H and I padded to 128) and as the checkpoint holds it: the one
+// The projection as packed (H and I padded: padded_hidden) and as the checkpoint holds it: the one
 // definition the transform kernel, the host packer and the layer's buffer sizes share.
 contract::ProjectionShape projection_shape(const MoeConfig& config, Projection which);
 

@@ -64,8 +64,9 @@ struct MoeLaunchPlan {
   friend bool operator==(const MoeLaunchPlan&, const MoeLaunchPlan&) = default;
 };
 
-// The kernels' H and I: the model's, padded to 128 (the step width) with
-// zero weights and activations; and the workspace dimensions they make.
+// The kernels' H and I: the model's, padded with zero weights and
+// activations to the 128-wide steps (H that is not a multiple of 128 to 256:
+// see padded_hidden); and the workspace dimensions they make.
 int padded_hidden(const MoeConfig& config);
 int padded_intermediate(const MoeConfig& config);
 contract::MoeDims workspace_dims(const MoeConfig& config, int contract_path);

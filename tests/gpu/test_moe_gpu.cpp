@@ -147,8 +147,8 @@ TEST_CASE("Table 10 edges") {
   CHECK(failures == 0);
 }
 
-TEST_CASE("H and I multiples of 32, not of 64: padded to 128 inside, both paths, both inputs, both recipes") {
-  // H = 544 and I = 288 run as 640 and 384 (zero weights and activations past the model's); y keeps H columns.
+TEST_CASE("H and I multiples of 32, not of 64: padded inside, both paths, both inputs, both recipes") {
+  // H = 544 and I = 288 run as 768 and 384 (zero weights and activations past the model's); y keeps H columns.
   const codegen::MoeConfig config = gpu_test::small_config("custom", 8, 2, 544, 288);
   int failures = run_matrix({"edge-H544-I288", config}, {1, 7, 64}, k_routings);
   Matrix bf16_in;

@@ -2,12 +2,14 @@
 // error that names the field, its value and the allowed range.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "codegen/moe_launch_plan.hpp"
 #include "codegen/planner.hpp"
 
 using namespace moejit::codegen;
@@ -103,7 +105,7 @@ TEST_CASE("Table 10: hidden H (512..8192, multiple of 32)") {
   const auto [field, what] = error_of(c);
   CHECK(field == "hidden");
   CHECK(what == "hidden H = 520 is invalid: must be a multiple of 32 in [512, 8192]");
-  c.hidden = 2880;  // gpt-oss: 22.5 K128 steps, padded to 2944 inside
+  c.hidden = 2880;  // gpt-oss: 22.5 K128 steps, padded to 3072 inside
   CHECK_NOTHROW(validate(c));
   c.hidden = 544;
   CHECK_NOTHROW(validate(c));
@@ -264,4 +266,19 @@ TEST_CASE("device profiles: built-ins, live numbers, validation") {
   live.smem_per_block_optin = 232448;
   live.sm_count = 0;
   CHECK_THROWS_WITH_AS(from_live_device(live), "device.sm_count = 0 is invalid: must be > 0", ConfigError);
+}
+
+TEST_CASE("padding: H and I run at the kernels' step widths, zero-padded") {
+  MoeConfig c = glm(8);
+  CHECK(padded_hidden(c) == 6144);  // multiples of 128 run as they are
+  CHECK(padded_intermediate(c) == 2048);
+  c.hidden = 2880;  // gpt-oss: to 256, so W2's 48 row tiles split into items of 4
+  c.intermediate = 2880;
+  CHECK(padded_hidden(c) == 3072);
+  CHECK(padded_intermediate(c) == 2944);
+  const MoeLaunchPlan p = plan_launch(c, 8, builtin_profile("h200"), {});
+  CHECK(p.tiles == 4);
+  CHECK(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
+    return n.find("H = 2880, I = 2880 run as 3072 and 2944") != std::string::npos;
+  }));
 }
