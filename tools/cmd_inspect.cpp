@@ -29,7 +29,10 @@ const std::vector<OptionSpec>& inspect_options() {
   static const std::vector<OptionSpec> options = [] {
     std::vector<OptionSpec> o = {
         {"kernel", true, "a built-in kernel: " + codegen::builtin_kernel_names(), "NAME"},
-        {"model", true, "an MoE layer's kernel: built-in model glm5.2 or dsv4.1-flash (with --batch and --role)", "M"},
+        {"model", true,
+         "an MoE layer's kernel: a built-in model, glm5.2, dsv4.1-flash, gpt-oss-120b or gpt-oss-20b (with --batch and "
+         "--role)",
+         "M"},
         {"batch", true, "with --model: the forward's tokens B (default 8)", "B"},
         {"role", true, "with --model: dispatch, compute (default), finalize, transform (W1) or transform-w2", "R"},
         {"ptx", true, "a PTX file (from any frontend) instead of a built-in kernel", "FILE"},

@@ -59,7 +59,9 @@ codegen::DeviceProfile read_device(const Args& args) {
 
 int cmd_plan(int argc, char** argv) {
   std::vector<OptionSpec> options = {
-      {"model", true, "built-in model: glm5.2 (H=6144 I=2048 E=256 k=8) or dsv4.1-flash (H=5120 I=2304 E=384 k=6)",
+      {"model", true,
+       "built-in model: glm5.2 (H=6144 I=2048 E=256 k=8), dsv4.1-flash (H=5120 I=2304 E=384 k=6), "
+       "gpt-oss-120b (H=I=2880 E=128 k=4) or gpt-oss-20b (E=32)",
        "NAME"},
       {"config", true, "model configuration from a JSON file instead of --model (keys below)", "FILE"},
       {"ranks", true, "expert-parallel ranks R, 1..32; E must be a multiple of R (required with --model)", "R"},
@@ -93,9 +95,12 @@ int cmd_plan(int argc, char** argv) {
         "config file (JSON): experts, top_k, hidden and intermediate are required; ranks defaults\n"
         "to 1 (--ranks overrides it), name to the file's name, the others to the values shown:\n"
         "  {{\"experts\": 256, \"top_k\": 8, \"hidden\": 6144, \"intermediate\": 2048, \"ranks\": 8,\n"
-        "   \"name\": \"glm5.2\", \"recipe\": \"w4a8-mx\", \"swiglu_clamp\": 10.0 (or null),\n"
-        "   \"shared_expert\": {{\"k_group\": 128}} (or null), \"dispatch_sms\": 6, \"token_capacity\": 256,\n"
-        "   \"batched_routes\": true}}\n",
+        "   \"name\": \"glm5.2\", \"recipe\": \"w4a8-mx\" (or \"w4a16\"), \"swiglu_clamp\": 10.0 (or null),\n"
+        "   \"activation\": \"swiglu\" (or \"gpt-oss\"), \"alpha\": 1.702, \"gate_up\": \"halves\" (or "
+        "\"interleaved\"),\n"
+        "   \"biases\": false, \"shared_expert\": {{\"k_group\": 128}} (or null), \"dispatch_sms\": 6,\n"
+        "   \"token_capacity\": 256, \"batched_routes\": true}}\n"
+        "hidden and intermediate: any multiple of 32 (H 512..8192, I 256..4096).\n",
         format_options(options));
     return 0;
   }

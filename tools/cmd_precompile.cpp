@@ -78,7 +78,7 @@ class Progress {
 int cmd_precompile(int argc, char** argv) {
   std::vector<OptionSpec> options = {
       {"targets", true, "comma-separated targets to compile for, e.g. sm_90a,sm_120a (required)", "T,T"},
-      {"model", true, "built-in model: glm5.2 or dsv4.1-flash", "NAME"},
+      {"model", true, "built-in model: glm5.2, dsv4.1-flash, gpt-oss-120b or gpt-oss-20b", "NAME"},
       {"config", true, "model configuration from a JSON file instead of --model (as `moejit plan --help` shows)",
        "FILE"},
       {"ranks", true, "expert-parallel ranks R, 1..32 (default 1, or the config file's)", "R"},

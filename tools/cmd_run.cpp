@@ -24,7 +24,7 @@ namespace moejit::tools {
 
 int cmd_run(int argc, char** argv) {
   std::vector<OptionSpec> options = {
-      {"model", true, "built-in model: glm5.2 (default) or dsv4.1-flash", "M"},
+      {"model", true, "built-in model: glm5.2 (default), dsv4.1-flash, gpt-oss-120b or gpt-oss-20b", "M"},
       {"batch", true, "tokens B in this forward, 1..256 (default 8)", "B"},
       {"target", true, "target to compile for (default: the GPU's, else sm_90a); one of sm_90a, sm_100a, sm_120a", "T"},
       {"seed", true, "random seed for weights and inputs (default: fresh each run)", "S"},
