@@ -1,5 +1,6 @@
 // The fused MoE layer on the GPU against the CPU references, on both compute
-// paths: both model shapes x B = 1..256 x four routings, the Table 10 edges,
+// paths: the built-in models x B = 1..256 x four routings (gpt-oss with its
+// biases, and under W4A16), the Table 10 edges, H and I that need padding,
 // BF16 input, weight scale codes over the whole UE8M0 range and E4M3
 // subnormal activations. Fresh random inputs every run (the seed is printed);
 // outputs poisoned before each run; every forward runs twice and must repeat
@@ -239,4 +240,20 @@ TEST_CASE("GLM5.2 matrix") {
 
 TEST_CASE("DSV4.1-Flash matrix") {
   CHECK(run_matrix({"dsv4.1-flash", codegen::builtin_model("dsv4.1-flash")}, model_batches(), k_routings) == 0);
+}
+
+TEST_CASE("gpt-oss-120b and gpt-oss-20b matrix, both recipes") {
+  // The published blocks as built in (H = I = 2880, padded inside; alpha 1.702, limit 7, interleaved W1 rows),
+  // with random non-zero biases: w4a8-mx on both paths, and W4A16 (BF16 x, the exact atom).
+  Matrix w4a16;
+  w4a16.input_bf16 = true;
+  w4a16.paths = {codegen::ComputePath::exact};
+  int failures = 0;
+  for (const char* model : {"gpt-oss-120b", "gpt-oss-20b"}) {
+    codegen::MoeConfig config = codegen::builtin_model(model);
+    failures += run_matrix({model, config}, model_batches(), k_routings);
+    config.recipe = codegen::Recipe::w4a16;
+    failures += run_matrix({model, config}, model_batches(), k_routings, w4a16);
+  }
+  CHECK(failures == 0);
 }
