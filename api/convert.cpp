@@ -17,17 +17,21 @@ codegen::MoeConfig to_internal(const Config& c) {
   m.hidden = c.hidden;
   m.intermediate = c.intermediate;
   const auto recipe = codegen::parse_recipe(c.recipe);
-  if (!recipe) throw Error("recipe", fmt::format("recipe = '{}' is invalid: must be w4a8-mx or w4a16", c.recipe));
+  if (!recipe)
+    throw Error("recipe", fmt::format("recipe = '{}' is invalid: must be {}", c.recipe,
+                                      codegen::names_of(codegen::k_recipes, codegen::recipe_name)));
   m.recipe = *recipe;
   m.swiglu_clamp = c.swiglu_clamp;
   const auto activation = codegen::parse_activation(c.activation);
   if (!activation)
-    throw Error("activation", fmt::format("activation = '{}' is invalid: must be swiglu or gpt-oss", c.activation));
+    throw Error("activation", fmt::format("activation = '{}' is invalid: must be {}", c.activation,
+                                          codegen::names_of(codegen::k_activations, codegen::activation_name)));
   m.activation = *activation;
   m.alpha = c.alpha;
   const auto gate_up = codegen::parse_gate_up(c.gate_up);
   if (!gate_up)
-    throw Error("gate_up", fmt::format("gate_up = '{}' is invalid: must be halves or interleaved", c.gate_up));
+    throw Error("gate_up", fmt::format("gate_up = '{}' is invalid: must be {}", c.gate_up,
+                                       codegen::names_of(codegen::k_gate_ups, codegen::gate_up_name)));
   m.gate_up = *gate_up;
   m.biases = c.biases;
   if (c.shared_expert_k_group) m.shared_expert = codegen::SharedExpert{*c.shared_expert_k_group};

@@ -5,6 +5,7 @@
 // refused with a ConfigError that names the field, its value and the range,
 // before anything is planned or launched.
 
+#include <cstddef>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -36,6 +37,23 @@ std::optional<Activation> parse_activation(std::string_view text);
 enum class GateUp { halves, interleaved };
 std::string_view gate_up_name(GateUp g);  // "halves", "interleaved"
 std::optional<GateUp> parse_gate_up(std::string_view text);
+
+inline constexpr Recipe k_recipes[] = {Recipe::w4a8_mx, Recipe::w4a16};
+inline constexpr Activation k_activations[] = {Activation::swiglu, Activation::gpt_oss};
+inline constexpr GateUp k_gate_ups[] = {GateUp::halves, GateUp::interleaved};
+// An enum's names joined for a message: names_of(k_recipes, recipe_name) is "w4a8-mx or w4a16".
+template <class E, std::size_t N>
+std::string names_of(const E (&all)[N], std::string_view (*name)(E), std::string_view quote = "",
+                     std::string_view sep = " or ") {
+  std::string out;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i) out += sep;
+    out += quote;
+    out += name(all[i]);
+    out += quote;
+  }
+  return out;
+}
 
 // One shared expert fused into the compute role (paper §4.7): FP8 weights with
 // a K-group of 32 or 128 for their packed UE8M0 scales.

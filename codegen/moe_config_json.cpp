@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -44,8 +43,8 @@ int get_int(const nlohmann::json& obj, const std::string& key, const std::string
 }
 
 // A string field naming one of an enum's values; `parse` maps a name to the value.
-template <class Enum, class Parse>
-void read_name(const nlohmann::json& j, const char* key, Enum& out, Parse parse, std::initializer_list<Enum> all,
+template <class Enum, std::size_t N, class Parse>
+void read_name(const nlohmann::json& j, const char* key, Enum& out, Parse parse, const Enum (&all)[N],
                std::string_view (*name)(Enum)) {
   if (!j.contains(key)) return;
   const nlohmann::json& v = j.at(key);
@@ -54,10 +53,8 @@ void read_name(const nlohmann::json& j, const char* key, Enum& out, Parse parse,
     out = *parsed;
     return;
   }
-  std::vector<std::string> names;
-  for (Enum e : all) names.push_back(fmt::format("\"{}\"", name(e)));
   throw ConfigError(
-      key, fmt::format("{} = {} is invalid: must be {}", key, cache::json_excerpt(v), fmt::join(names, " or ")));
+      key, fmt::format("{} = {} is invalid: must be {}", key, cache::json_excerpt(v), names_of(all, name, "\"")));
 }
 
 void read_int(const nlohmann::json& j, const char* key, int& out, bool required) {
@@ -107,10 +104,9 @@ void from_json(const nlohmann::json& j, MoeConfig& c) {
   read_int(j, "top_k", out.top_k, true);
   read_int(j, "hidden", out.hidden, true);
   read_int(j, "intermediate", out.intermediate, true);
-  read_name(j, "recipe", out.recipe, parse_recipe, {Recipe::w4a8_mx, Recipe::w4a16}, recipe_name);
-  read_name(j, "activation", out.activation, parse_activation, {Activation::swiglu, Activation::gpt_oss},
-            activation_name);
-  read_name(j, "gate_up", out.gate_up, parse_gate_up, {GateUp::halves, GateUp::interleaved}, gate_up_name);
+  read_name(j, "recipe", out.recipe, parse_recipe, k_recipes, recipe_name);
+  read_name(j, "activation", out.activation, parse_activation, k_activations, activation_name);
+  read_name(j, "gate_up", out.gate_up, parse_gate_up, k_gate_ups, gate_up_name);
   if (j.contains("alpha")) {
     if (!j.at("alpha").is_number()) type_error("alpha", "a number", j.at("alpha"));
     out.alpha = j.at("alpha").get<float>();

@@ -47,7 +47,9 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
 void apply_recipe(const Args& args, codegen::MoeConfig& config, codegen::MoeCodegenOptions& options) {
   if (auto r = args.get("recipe")) {
     const auto recipe = codegen::parse_recipe(*r);
-    if (!recipe) throw UsageError(fmt::format("--recipe: '{}' is not one of w4a8-mx, w4a16", *r));
+    if (!recipe)
+      throw UsageError(fmt::format("--recipe: '{}' is not one of {}", *r,
+                                   codegen::names_of(codegen::k_recipes, codegen::recipe_name, "", ", ")));
     config.recipe = *recipe;
   }
   if (config.recipe == codegen::Recipe::w4a16) options.input_bf16 = true;
