@@ -83,7 +83,8 @@ PackedWeights pack_weights(const Config& config, const CheckpointWeightsHost& w,
     runtime::validate_layer_config(internal);
     const auto t = codegen::parse_target(target);
     if (!t) throw Error("target", fmt::format("target = '{}' is not one of {}", target, codegen::target_names()));
-    const codegen::ComputePath path = codegen::resolve_path(api::codegen_options(options).path, t->arch, internal.recipe);
+    const codegen::ComputePath path =
+        codegen::resolve_path(api::codegen_options(options).path, t->arch, internal.recipe);
     const codegen::AtomTraits* atom = codegen::find_atom(*t, path, internal.recipe);
     if (!atom)
       throw Error("path", fmt::format("path = {} is not available on {}", codegen::path_name(path), t->name()));
