@@ -14,8 +14,8 @@ constexpr int k_max_ranks = 32;
 constexpr int k_max_top_k = 32;
 constexpr int k_min_hidden = 512, k_max_hidden = 8192;
 constexpr int k_min_intermediate = 256, k_max_intermediate = 4096;
-// One MX block. The kernels run 128-wide steps over H and I padded to 128
-// (zero weights and activations: padded_hidden, moe_launch_plan.hpp), so any multiple of 32 works.
+// One MX block. The kernels run 128-wide steps over zero-padded H and I
+// (padded_hidden, padded_intermediate in moe_launch_plan.hpp), so any multiple of 32 works.
 constexpr int k_dim_multiple = 32;
 // Not in Table 10. The operator is a decode operator: its per-position route,
 // relay and pull-cache arrays scale with R * Bcap * k. The large-token regime

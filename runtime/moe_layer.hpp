@@ -73,7 +73,8 @@ struct PackedWeightsDevice {
 };
 
 // Device buffers of one forward. Pre-quantized x: x_q [B][H] E4M3 + x_scales
-// [B][H/128] int32; BF16 x (options.input_bf16): x_bf16 [B][H].
+// UE8M0 bytes [B][H/32] (int32 words [B][H/128] where H is a multiple of 128);
+// BF16 x (options.input_bf16): x_bf16 [B][H].
 struct MoeForwardArgs {
   CUdeviceptr x_q = 0, x_scales = 0, x_bf16 = 0;
   CUdeviceptr topk_ids = 0;      // int32 [B][k]

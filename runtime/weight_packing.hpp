@@ -39,7 +39,7 @@ struct CheckpointWeightsHost {
 };
 PackedWeightsHost pack_weights(const codegen::MoeConfig& config, const codegen::AtomTraits& atom,
                                const CheckpointWeightsHost& weights);
-// The bytes of each packed projection (its checkpoint payload + scale bytes, at H and I padded to 128).
+// The bytes of each packed projection (its checkpoint payload + scale bytes, at the padded H and I).
 std::uint64_t packed_bytes(const codegen::MoeConfig& config, codegen::Projection which);
 
 }  // namespace moejit::runtime

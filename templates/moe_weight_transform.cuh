@@ -5,7 +5,7 @@
 // the atom's fragment order (moe_weight_layouts.cuh) and the 64 rows' scale
 // words (byte j = K32 block j). Packed row n holds checkpoint row
 // contract::checkpoint_row(n, shape); padding rows and columns (H and I are
-// padded to 128) get code 0 and scale code 0.
+// padded: codegen::projection_shape) get code 0 and scale code 0.
 //
 // `status[0]` gets the largest scale code seen, so the host can refuse codes
 // the path does not support, naming the code.

@@ -52,7 +52,7 @@ struct Config {
   int ranks = 1;         // R: expert-parallel ranks
   int experts = 0;       // E: routed experts over all ranks
   int top_k = 0;         // k
-  int hidden = 0;        // H (any multiple of 32: the kernels pad to 128 internally)
+  int hidden = 0;        // H (any multiple of 32: the kernels zero-pad it, to 128 or 256, inside)
   int intermediate = 0;  // I
   std::string recipe = "w4a8-mx";
   std::optional<float> swiglu_clamp = 10.0f;  // c (gpt-oss: its limit, 7); nullopt: no clamp

@@ -188,14 +188,23 @@ TEST_CASE("step blobs: a 128-row pair's two steps sit side by side for each K128
 
 TEST_CASE("padding and gpt-oss's interleaved gate/up: every packed code is the checkpoint's or zero padding") {
   // W1 of I = 288 (2I = 576 rows, gate i at row 2i and up i at row 2i + 1) over K = H = 544, packed as
-  // 2 * 384 rows x K 640; and W2 (H = 544 rows, K = I = 288) packed as 640 x 384. Decoded through the sm_120a
-  // layout (a code's nibble as it is: see the test above), independently of checkpoint_row.
-  const int experts = 2, inter = 288, hidden = 544, inter_p = 384, hidden_p = 640;
+  // 2 * 384 rows x K 768; and W2 (H = 544 rows, K = I = 288) packed as 768 x 384: the shapes a layer of that
+  // config builds (codegen::projection_shape). Decoded through the sm_120a layout (a code's nibble as it is:
+  // see the test above), independently of checkpoint_row.
+  const int experts = 2, inter = 288, hidden = 544, inter_p = 384, hidden_p = 768;
+  codegen::MoeConfig config;
+  config.experts = experts;
+  config.hidden = hidden;
+  config.intermediate = inter;
+  config.gate_up = codegen::GateUp::interleaved;
   for (bool w1 : {true, false}) {
     CAPTURE(w1);
     const int src_rows = w1 ? 2 * inter : hidden, src_k = w1 ? hidden : inter;
-    const contract::ProjectionShape shape{
-        w1 ? 2 * inter_p : hidden_p, w1 ? hidden_p : inter_p, src_rows, src_k, w1, true};
+    const contract::ProjectionShape shape =
+        codegen::projection_shape(config, w1 ? codegen::Projection::w1 : codegen::Projection::w2);
+    REQUIRE(shape.rows == (w1 ? 2 * inter_p : hidden_p));
+    REQUIRE(shape.k == (w1 ? hidden_p : inter_p));
+    REQUIRE((shape.src_rows == src_rows && shape.src_k == src_k && shape.w1 == w1));
     const Checkpoint c = random_checkpoint(experts, src_rows, src_k, 254, 0x6705u + w1);
     const auto blob = runtime::pack_projection(c.payload, c.scales, experts, shape, contract::kLayoutSm120);
     REQUIRE(blob.size() == std::size_t(experts) * (shape.rows / 64) * (shape.k / 128) * contract::kWeightStepBytes);
