@@ -8,6 +8,15 @@
 
 namespace moejit::api {
 
+namespace {
+// A string field naming one of an enum's values, or Error(field) listing them.
+template <class E, std::size_t N>
+E parse_field(const char* field, const std::string& text, const E (&all)[N], std::string_view (*name)(E)) {
+  if (const auto v = codegen::parse_name(text, all, name)) return *v;
+  throw Error(field, fmt::format("{} = '{}' is invalid: must be {}", field, text, codegen::names_of(all, name)));
+}
+}  // namespace
+
 codegen::MoeConfig to_internal(const Config& c) {
   codegen::MoeConfig m;
   m.name = c.name;
@@ -16,23 +25,11 @@ codegen::MoeConfig to_internal(const Config& c) {
   m.top_k = c.top_k;
   m.hidden = c.hidden;
   m.intermediate = c.intermediate;
-  const auto recipe = codegen::parse_recipe(c.recipe);
-  if (!recipe)
-    throw Error("recipe", fmt::format("recipe = '{}' is invalid: must be {}", c.recipe,
-                                      codegen::names_of(codegen::k_recipes, codegen::recipe_name)));
-  m.recipe = *recipe;
+  m.recipe = parse_field("recipe", c.recipe, codegen::k_recipes, codegen::recipe_name);
   m.swiglu_clamp = c.swiglu_clamp;
-  const auto activation = codegen::parse_activation(c.activation);
-  if (!activation)
-    throw Error("activation", fmt::format("activation = '{}' is invalid: must be {}", c.activation,
-                                          codegen::names_of(codegen::k_activations, codegen::activation_name)));
-  m.activation = *activation;
+  m.activation = parse_field("activation", c.activation, codegen::k_activations, codegen::activation_name);
   m.alpha = c.alpha;
-  const auto gate_up = codegen::parse_gate_up(c.gate_up);
-  if (!gate_up)
-    throw Error("gate_up", fmt::format("gate_up = '{}' is invalid: must be {}", c.gate_up,
-                                       codegen::names_of(codegen::k_gate_ups, codegen::gate_up_name)));
-  m.gate_up = *gate_up;
+  m.gate_up = parse_field("gate_up", c.gate_up, codegen::k_gate_ups, codegen::gate_up_name);
   m.biases = c.biases;
   if (c.shared_expert_k_group) m.shared_expert = codegen::SharedExpert{*c.shared_expert_k_group};
   m.dispatch_sms = c.dispatch_sms;

@@ -58,26 +58,20 @@ std::string_view recipe_name(Recipe r) {
 }
 
 std::optional<Recipe> parse_recipe(std::string_view text) {
-  if (text == "w4a8-mx") return Recipe::w4a8_mx;
-  if (text == "w4a16") return Recipe::w4a16;
-  return std::nullopt;
+  return parse_name(text, k_recipes, recipe_name);
 }
 
 std::string_view activation_name(Activation a) {
   return a == Activation::gpt_oss ? "gpt-oss" : "swiglu";
 }
 std::optional<Activation> parse_activation(std::string_view text) {
-  if (text == "swiglu") return Activation::swiglu;
-  if (text == "gpt-oss") return Activation::gpt_oss;
-  return std::nullopt;
+  return parse_name(text, k_activations, activation_name);
 }
 std::string_view gate_up_name(GateUp g) {
   return g == GateUp::interleaved ? "interleaved" : "halves";
 }
 std::optional<GateUp> parse_gate_up(std::string_view text) {
-  if (text == "halves") return GateUp::halves;
-  if (text == "interleaved") return GateUp::interleaved;
-  return std::nullopt;
+  return parse_name(text, k_gate_ups, gate_up_name);
 }
 
 bool valid_config_name(std::string_view name) {

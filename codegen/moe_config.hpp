@@ -55,6 +55,14 @@ std::string names_of(const E (&all)[N], std::string_view (*name)(E), std::string
   return out;
 }
 
+// The value of `all` whose name is `text`.
+template <class E, std::size_t N>
+std::optional<E> parse_name(std::string_view text, const E (&all)[N], std::string_view (*name)(E)) {
+  for (E e : all)
+    if (name(e) == text) return e;
+  return std::nullopt;
+}
+
 // One shared expert fused into the compute role (paper §4.7): FP8 weights with
 // a K-group of 32 or 128 for their packed UE8M0 scales.
 struct SharedExpert {

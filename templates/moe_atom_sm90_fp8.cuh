@@ -120,6 +120,53 @@ __device__ __forceinline__ float ue8m0_byte_value(u32 word) {
   return __uint_as_float(max(field, 0x00400000u));
 }
 
+// A lane's scale words of one K128 step: its weight rows' (g and g+8 of each
+// tile) and its token columns' (8i + 2t + q), byte j = K32 block j.
+template <int N, int T>
+struct StepScales {
+  u32 w[T][2], x[N / 4];
+};
+// A lane's operands of one K128 step: the weight words (rows g and g+8 of K32
+// blocks 0..3 of each of the warpgroup's tiles) and the scale words.
+template <int N, int T>
+struct StepOperands {
+  u32 words[T][8];
+  StepScales<N, T> scales;
+
+  template <class Ring>
+  __device__ void load(const Ring& ring, int s) {
+    const int tile0 = (threadIdx.x / 128) * T, warp = (threadIdx.x / 32) % contract::kConsumerWarps;
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int u = 0; u < T; ++u) {
+      const u8* w = ring.w_step(s, tile0 + u) + warp * 1024 + lane * 16;
+      const uint4 h0 = *reinterpret_cast<const uint4*>(w);
+      const uint4 h1 = *reinterpret_cast<const uint4*>(w + 512);
+      words[u][0] = h0.x, words[u][1] = h0.y, words[u][2] = h0.z, words[u][3] = h0.w;
+      words[u][4] = h1.x, words[u][5] = h1.y, words[u][6] = h1.z, words[u][7] = h1.w;
+      scales.w[u][0] = ring.w_scales(s, tile0 + u)[16 * warp + g];
+      scales.w[u][1] = ring.w_scales(s, tile0 + u)[16 * warp + g + 8];
+    }
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i) {
+      scales.x[2 * i] = ring.x_scale(s, 8 * i + 2 * t);
+      scales.x[2 * i + 1] = ring.x_scale(s, 8 * i + 2 * t + 1);
+    }
+  }
+};
+
+// The stage of the next step, waited for unless there is none (`more` false:
+// the caller's reads then hit a stage nobody filled, and are never used).
+template <class Ring, class Cursor>
+__device__ __forceinline__ int next_stage(const Ring& ring, Cursor& cur, bool more) {
+  const int s = cur.stage;
+  if (more) {
+    wait_full(ring, s, cur.phase);
+    cur.advance();
+  }
+  return s;
+}
+
 struct AtomSm90Fp8 {
   static constexpr int kPath = contract::kPathSm90Fp8;
   // The E4M3 placement reads as E2M1 * 2^-6: the accumulator is 2^-6 of the sum.
@@ -140,10 +187,9 @@ struct AtomSm90Fp8 {
   template <int N, int T, class Ring, class Cursor>
   __device__ static void mainloop(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
     steps = warp_uniform(steps);
-    const int tile0 = (threadIdx.x / 128) * T, warp = (threadIdx.x / 32) % contract::kConsumerWarps;
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int lane = threadIdx.x % 32;
     float part[T][4][N / 2];
-    u32 words[T][8], sw[T][2], sx[N / 4];
+    StepOperands<N, T> op;
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
@@ -152,13 +198,11 @@ struct AtomSm90Fp8 {
         for (int i = 0; i < N / 2; ++i) part[u][j][i] = 0.0f;
     // The descriptors of stage s differ from stage 0's in the start address only.
     const u64 desc0 = sw128_desc(smem_addr(ring.x_tile(0)));
-    int s = cur.stage;
-    wait_full(ring, s, cur.phase);
-    cur.advance();
-    load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+    int s = next_stage(ring, cur, true);
+    op.load(ring, s);
     for (int k = 0; k < steps; ++k) {
       u32 a[T][4][4];
-      expand(words, a);
+      expand(op.words, a);
       // cp.async wrote the activation tile through the generic proxy; wgmma reads it through the async proxy.
       fence_proxy_async_shared();
 #pragma unroll
@@ -170,36 +214,27 @@ struct AtomSm90Fp8 {
 #pragma unroll
         for (int j = 0; j < 4; ++j) Wgmma<N>::issue(part[u][j], a[u][j], desc + 2 * j);
       wgmma_commit();
-      u32 sw_now[T][2], sx_now[N / 4];
-#pragma unroll
-      for (int u = 0; u < T; ++u) sw_now[u][0] = sw[u][0], sw_now[u][1] = sw[u][1];
-#pragma unroll
-      for (int i = 0; i < N / 4; ++i) sx_now[i] = sx[i];
+      const StepScales<N, T> now = op.scales;
       const int s_now = s;
       // Only the wait is conditional: registers that feed a wgmma must not be
-      // written on a branch. After the last step this reads a stage nobody
-      // filled; the values are never used. Wide tiles read the next step after
-      // the wait instead: its words would not fit beside the partial sums.
+      // written on a branch. Wide tiles read the next step after the wait
+      // instead: its words would not fit beside the partial sums.
       constexpr bool kPrefetch = N * T <= 16;
-      s = cur.stage;
-      if (k + 1 < steps) {
-        wait_full(ring, s, cur.phase);
-        cur.advance();
-      }
-      if constexpr (kPrefetch) load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+      s = next_stage(ring, cur, k + 1 < steps);
+      if constexpr (kPrefetch) op.load(ring, s);
       wgmma_wait<0>();
 #pragma unroll
       for (int u = 0; u < T; ++u)
 #pragma unroll
         for (int j = 0; j < 4; ++j) fence_operands(part[u][j]);
       release_stage(ring, s_now, lane);
-      if constexpr (!kPrefetch) load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+      if constexpr (!kPrefetch) op.load(ring, s);
 #pragma unroll
       for (int u = 0; u < T; ++u) {
-        promote<N, 0>(acc[u], part[u][0], sw_now[u], sx_now);
-        promote<N, 1>(acc[u], part[u][1], sw_now[u], sx_now);
-        promote<N, 2>(acc[u], part[u][2], sw_now[u], sx_now);
-        promote<N, 3>(acc[u], part[u][3], sw_now[u], sx_now);
+        promote<N, 0>(acc[u], part[u][0], now.w[u], now.x);
+        promote<N, 1>(acc[u], part[u][1], now.w[u], now.x);
+        promote<N, 2>(acc[u], part[u][2], now.w[u], now.x);
+        promote<N, 3>(acc[u], part[u][3], now.w[u], now.x);
       }
     }
   }
@@ -213,10 +248,9 @@ struct AtomSm90Fp8 {
   template <int N, int T, class Ring, class Cursor>
   __device__ static void mainloop_split(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
     steps = warp_uniform(steps);
-    const int tile0 = (threadIdx.x / 128) * T, warp = (threadIdx.x / 32) % contract::kConsumerWarps;
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int lane = threadIdx.x % 32;
     float large[T][2][N / 2], small[T][2][N / 2];
-    u32 words[T][8], sw[T][2], sx[N / 4];
+    StepOperands<N, T> op;
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
@@ -224,41 +258,31 @@ struct AtomSm90Fp8 {
 #pragma unroll
         for (int i = 0; i < N / 2; ++i) large[u][j][i] = small[u][j][i] = 0.0f;
     const u64 desc0 = sw128_desc(smem_addr(ring.x_tile(0))), desc0_small = sw128_desc(smem_addr(ring.x_small_tile(0)));
-    int s = cur.stage;
-    wait_full(ring, s, cur.phase);
-    cur.advance();
-    load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+    int s = next_stage(ring, cur, true);
+    op.load(ring, s);
     for (int k = 0; k < steps; ++k) {
       u32 a[T][4][4];
-      expand(words, a);
+      expand(op.words, a);
       fence_proxy_async_shared();
 #pragma unroll
       for (int u = 0; u < T; ++u) fence_operands(a[u]);
       const u64 stage_offset = u64(s * (Ring::kXTileBytes >> 4));
       const u64 desc = desc0 + stage_offset, desc_small = desc0_small + stage_offset;
-      u32 sw_now[T][2], sx_now[N / 4];
-#pragma unroll
-      for (int u = 0; u < T; ++u) sw_now[u][0] = sw[u][0], sw_now[u][1] = sw[u][1];
-#pragma unroll
-      for (int i = 0; i < N / 4; ++i) sx_now[i] = sx[i];
+      const StepScales<N, T> now = op.scales;
       const int s_now = s;
 
       issue_split_half<N, T, 0>(large, small, a, desc, desc_small);
       wgmma_wait<0>();
-      scale_split_half<N, T, 0>(acc, large, small, sw_now, sx_now);
+      scale_split_half<N, T, 0>(acc, large, small, now);
 
       issue_split_half<N, T, 1>(large, small, a, desc, desc_small);
       constexpr bool kPrefetch = N * T <= 16;  // as in mainloop
-      s = cur.stage;
-      if (k + 1 < steps) {
-        wait_full(ring, s, cur.phase);
-        cur.advance();
-      }
-      if constexpr (kPrefetch) load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
+      s = next_stage(ring, cur, k + 1 < steps);
+      if constexpr (kPrefetch) op.load(ring, s);
       wgmma_wait<0>();
       release_stage(ring, s_now, lane);
-      if constexpr (!kPrefetch) load_step<N, T>(ring, s, tile0, warp, lane, g, t, words, sw, sx);
-      scale_split_half<N, T, 1>(acc, large, small, sw_now, sx_now);
+      if constexpr (!kPrefetch) op.load(ring, s);
+      scale_split_half<N, T, 1>(acc, large, small, now);
     }
   }
 
@@ -295,7 +319,7 @@ struct AtomSm90Fp8 {
 
   template <int N, int T, int H>
   __device__ static void scale_split_half(float (&acc)[T][N / 2], float (&large)[T][2][N / 2],
-                                          float (&small)[T][2][N / 2], const u32 (&sw)[T][2], const u32 (&sx)[N / 4]) {
+                                          float (&small)[T][2][N / 2], const StepScales<N, T>& now) {
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
@@ -307,30 +331,8 @@ struct AtomSm90Fp8 {
       }
 #pragma unroll
     for (int u = 0; u < T; ++u) {
-      promote<N, 2 * H>(acc[u], large[u][0], sw[u], sx);
-      promote<N, 2 * H + 1>(acc[u], large[u][1], sw[u], sx);
-    }
-  }
-
-  // This lane's weight words (rows g and g+8, K32 blocks 0..3) and scale words of the warpgroup's tiles in
-  // stage s, and the scale words of its token columns.
-  template <int N, int T, class Ring>
-  __device__ static void load_step(const Ring& ring, int s, int tile0, int warp, int lane, int g, int t,
-                                   u32 (&words)[T][8], u32 (&sw)[T][2], u32 (&sx)[N / 4]) {
-#pragma unroll
-    for (int u = 0; u < T; ++u) {
-      const u8* w = ring.w_step(s, tile0 + u) + warp * 1024 + lane * 16;
-      const uint4 h0 = *reinterpret_cast<const uint4*>(w);
-      const uint4 h1 = *reinterpret_cast<const uint4*>(w + 512);
-      words[u][0] = h0.x, words[u][1] = h0.y, words[u][2] = h0.z, words[u][3] = h0.w;
-      words[u][4] = h1.x, words[u][5] = h1.y, words[u][6] = h1.z, words[u][7] = h1.w;
-      sw[u][0] = ring.w_scales(s, tile0 + u)[16 * warp + g];
-      sw[u][1] = ring.w_scales(s, tile0 + u)[16 * warp + g + 8];
-    }
-#pragma unroll
-    for (int i = 0; i < N / 8; ++i) {
-      sx[2 * i] = ring.x_scale(s, 8 * i + 2 * t);
-      sx[2 * i + 1] = ring.x_scale(s, 8 * i + 2 * t + 1);
+      promote<N, 2 * H>(acc[u], large[u][0], now.w[u], now.x);
+      promote<N, 2 * H + 1>(acc[u], large[u][1], now.w[u], now.x);
     }
   }
 

@@ -233,7 +233,8 @@ struct ComputeRole {
           cp_async_16_zfill(tile + dst_offsets[q], tc.src[q] + k * kChunkBytes, (tc.live >> q & 1u) * 16u);
         }
         if (kSplitRows && sg.phase == 0) {
-          // The small elements' rows sit kSmallRows after the large ones (dispatch wrote both).
+          // The small elements' rows sit kSmallRows after the large ones: split rows are always the dispatch
+          // role's (the planner runs it), so x_rows is the workspace's x_q.
           constexpr long long kSmallRows = kWs.x_small - kWs.x_q;
           const u32 small_tile = smem_addr(ring.x_small_tile(s));
 #pragma unroll
@@ -264,9 +265,7 @@ struct ComputeRole {
   }
 
   __device__ static const u8* row_source(const ComputeParams& p, const Workspace& ws, int phase, int route) {
-    // Split rows are the dispatch role's (the workspace's x_q, then x_small), whatever x_rows says.
-    if (phase == 0)
-      return (kSplitRows ? p.ws + kWs.x_q : p.x_rows) + u64(route / kTopK) * kHidden * (kChunkBytes / 128);
+    if (phase == 0) return p.x_rows + u64(route / kTopK) * kHidden * (kChunkBytes / 128);
     return ws.handoff + u64(route) * contract::handoff_row_bytes(kPath, kInter);
   }
 

@@ -87,6 +87,13 @@ std::vector<int> model_batches() {
   MESSAGE("MOEJIT_GPU_BATCHES=" << env << ": the model matrices run " << picked.size() << " of 9 batch sizes");
   return picked;
 }
+// W4A16: BF16 x, on the one atom that runs it (the exact path's).
+Matrix w4a16_matrix() {
+  Matrix m;
+  m.input_bf16 = true;
+  m.paths = {codegen::ComputePath::exact};
+  return m;
+}
 const std::vector<RoutingKind> k_routings(std::begin(oracle::k_all_routings), std::end(oracle::k_all_routings));
 }  // namespace
 
@@ -173,9 +180,7 @@ TEST_CASE("gpt-oss's block: its activation (alpha, limit), interleaved gate/up r
   config.biases = true;
   int failures = run_matrix({"gpt-oss-like", config}, {1, 8, 64, 256}, k_routings);
   config.recipe = codegen::Recipe::w4a16;
-  Matrix w4a16;
-  w4a16.input_bf16 = true;
-  w4a16.paths = {codegen::ComputePath::exact};
+  const Matrix w4a16 = w4a16_matrix();
   failures += run_matrix({"gpt-oss-like", config}, {1, 8, 64, 256}, k_routings, w4a16);
   CHECK(failures == 0);
 }
@@ -188,9 +193,7 @@ TEST_CASE("BF16 input is quantized by the dispatch role exactly as the CPU twin"
 
 TEST_CASE("W4A16 recipe: BF16 x straight into GEMM1, a BF16 intermediate, against its CPU reference") {
   // The exact atom's mainloop on the caller's BF16 rows (no dispatch role), both shapes and a Table 10 edge.
-  Matrix m;
-  m.input_bf16 = true;
-  m.paths = {codegen::ComputePath::exact};
+  const Matrix m = w4a16_matrix();
   int failures = 0;
   for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
     codegen::MoeConfig config = codegen::builtin_model(model);
@@ -245,9 +248,7 @@ TEST_CASE("DSV4.1-Flash matrix") {
 TEST_CASE("gpt-oss-120b and gpt-oss-20b matrix, both recipes") {
   // The published blocks as built in (H = I = 2880, padded inside; alpha 1.702, limit 7, interleaved W1 rows),
   // with random non-zero biases: w4a8-mx on both paths, and W4A16 (BF16 x, the exact atom).
-  Matrix w4a16;
-  w4a16.input_bf16 = true;
-  w4a16.paths = {codegen::ComputePath::exact};
+  const Matrix w4a16 = w4a16_matrix();
   int failures = 0;
   for (const char* model : {"gpt-oss-120b", "gpt-oss-20b"}) {
     codegen::MoeConfig config = codegen::builtin_model(model);
