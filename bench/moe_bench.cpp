@@ -4,7 +4,8 @@
 // of many replays; each graph holds `kSets` forwards over different input
 // sets (x, routing, route weights), so replays rotate through experts and the
 // L2 does not serve the weights. The floor is the packed bytes (payload +
-// scales) of the experts the routing touches, over the measured device copy
+// scales, and biases) of the experts the routing touches, plus the fused
+// shared expert's (--shared-expert: every token reaches it), over the measured device copy
 // bandwidth (read + write bytes). The per-role split comes from an eager run
 // with events between the roles.
 #include <fmt/format.h>
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   std::vector<int> ctas_list = {0};
   codegen::MoeCodegenOptions codegen_options;
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
+  bool shared_expert = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick")
@@ -68,6 +70,8 @@ int main(int argc, char** argv) {
       codegen_options.stages = std::stoi(argv[++i]);
     else if (a == "--input-bf16")
       codegen_options.input_bf16 = true;
+    else if (a == "--shared-expert")  // the built-in models that have one (glm5.2, dsv4.1-flash), fused
+      shared_expert = true;
     else if (a == "--recipe" && i + 1 < argc && codegen::parse_recipe(argv[i + 1])) {
       recipe = *codegen::parse_recipe(argv[++i]);
       if (recipe == codegen::Recipe::w4a16) codegen_options.input_bf16 = true;  // its activations are BF16
@@ -76,7 +80,7 @@ int main(int argc, char** argv) {
                  "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model "
                  "glm5.2|dsv4.1-flash|gpt-oss-120b|gpt-oss-20b | --config FILE] "
                  "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] [--tile-n N] "
-                 "[--stages S]\n");
+                 "[--stages S] [--shared-expert]\n");
       return 2;
     }
   }
@@ -92,6 +96,19 @@ int main(int argc, char** argv) {
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<13} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
              "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs");
+
+  if (shared_expert) {
+    std::vector<Model> with;
+    for (const Model& m : models)
+      if (m.config.shared_expert || m.name == "glm5.2" || m.name == "dsv4.1-flash")
+        with.push_back({m.name + "+shared",
+                        m.config.shared_expert ? m.config : codegen::builtin_model(m.name, /*shared_expert=*/true)});
+    if (with.empty()) {
+      fmt::print(stderr, "--shared-expert: none of the models has a shared expert (glm5.2 and dsv4.1-flash do)\n");
+      return 2;
+    }
+    models = with;
+  }
 
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
@@ -111,6 +128,7 @@ int main(int argc, char** argv) {
         std::vector<bench::InputSet> sets = bench::make_input_sets(p, b, kSets, rng);
         double touched = 0;
         for (const bench::InputSet& s : sets) touched += s.touched / kSets;
+        if (config.shared_expert) touched += 1;  // every token reaches it
         auto args = [&](bench::InputSet& s) {
           return runtime::MoeForwardArgs{s.xq.ptr(), s.xs.ptr(), s.xb.ptr(), s.ids.ptr(), s.w.ptr(), y.ptr(), b};
         };

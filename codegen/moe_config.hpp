@@ -63,8 +63,12 @@ std::optional<E> parse_name(std::string_view text, const E (&all)[N], std::strin
   return std::nullopt;
 }
 
-// One shared expert fused into the compute role (paper §4.7): FP8 weights with
-// a K-group of 32 or 128 for their packed UE8M0 scales.
+// One shared expert fused into the compute role (paper §4.7). The paper's are
+// FP8 weights with a K-group of 32 or 128 for their UE8M0 scales, which the
+// planner's Table 2 model (planner.cpp) uses. moejit's layer takes it in MXFP4
+// as expert E of the weight arrays (weight_experts()): the routed atoms, the
+// weight transform and the numerical contract then serve it unchanged, and it
+// streams half the bytes of FP8.  Every token reaches it with weight 1.
 struct SharedExpert {
   int k_group = 128;
 
@@ -96,6 +100,9 @@ struct MoeConfig {
   bool batched_routes = true;
 
   int local_experts() const { return experts / ranks; }  // L = E / R
+  // The experts the weight arrays hold: the L local routed ones, then the
+  // fused shared expert (MXFP4 like them, the last).
+  int weight_experts() const { return local_experts() + (shared_expert ? 1 : 0); }
 
   friend bool operator==(const MoeConfig&, const MoeConfig&) = default;
 };

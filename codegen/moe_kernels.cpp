@@ -31,14 +31,14 @@ contract::MoeDims dims_of(const MoeConfig& c, int contract_path) {
 
 // The workspace dimensions as template constants, in the order the role templates take them.
 std::vector<std::pair<std::string, std::int64_t>> dims_constants(const contract::MoeDims& d) {
-  return {{"kExperts", d.experts}, {"kTopK", d.top_k},        {"kHidden", d.hidden},
-          {"kInter", d.inter},     {"kCapacity", d.capacity}, {"kPath", d.path}};
+  return {{"kExperts", d.experts},   {"kTopK", d.top_k}, {"kHidden", d.hidden}, {"kInter", d.inter},
+          {"kCapacity", d.capacity}, {"kPath", d.path},  {"kShared", d.shared}};
 }
 
 // The entry asserts the workspace layout the host carves.
 std::pair<std::string, std::int64_t> workspace_check(const contract::MoeDims& d) {
-  return {fmt::format("moejit::contract::workspace_layout({{{}, {}, {}, {}, {}, {}}}).fixed_bytes", d.experts, d.top_k,
-                      d.hidden, d.inter, d.capacity, d.path),
+  return {fmt::format("moejit::contract::workspace_layout({{{}, {}, {}, {}, {}, {}, {}}}).fixed_bytes", d.experts,
+                      d.top_k, d.hidden, d.inter, d.capacity, d.path, d.shared),
           contract::workspace_layout(d).fixed_bytes};
 }
 }  // namespace
@@ -84,7 +84,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kTileN", plan.tile_n},
                  {"kStages", plan.stages},
                  {"kGrid", plan.compute.grid},
-                 {"kActivation", config.activation == Activation::gpt_oss ? 1 : 0}};
+                 {"kActivation", config.activation == Activation::gpt_oss ? 1 : 0},
+                 {"kShared", d.shared}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";
@@ -105,7 +106,7 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
   };
   s.static_checks = {
       {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}).total", plan.contract_path, plan.tiles,
-                   plan.tile_n, plan.stages, d.experts),
+                   plan.tile_n, plan.stages, d.experts + d.shared),
        plan.compute.smem_bytes},
       {fmt::format("moejit::contract::compute_threads({})", plan.groups), plan.compute.threads},
       {"sizeof(moejit::ComputeParams)", 9 * 8 + 4 + 4 + 4 + 4},  // the last 4: padding to 8
@@ -148,7 +149,7 @@ KernelSpec moe_weight_transform_spec(const MoeConfig& config, const AtomTraits& 
   KernelSpec s = base_spec("moe_weight_transform", "moe_weight_transform.cuh", "moejit::moe_weight_transform",
                            std::string(target.name()), k_transform_threads);
   const contract::ProjectionShape shape = projection_shape(config, which);
-  s.constants = {{"kExperts", config.local_experts()},
+  s.constants = {{"kExperts", config.weight_experts()},
                  {"kRows", shape.rows},
                  {"kK", shape.k},
                  {"kSrcRows", shape.src_rows},

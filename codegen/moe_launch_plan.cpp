@@ -44,7 +44,8 @@ int padded_intermediate(const MoeConfig& config) {
   return static_cast<int>(contract::align_up(config.intermediate, 128));
 }
 contract::MoeDims workspace_dims(const MoeConfig& c, int contract_path) {
-  return {c.local_experts(), c.top_k, padded_hidden(c), padded_intermediate(c), c.token_capacity, contract_path};
+  return {c.local_experts(), c.top_k,       padded_hidden(c),       padded_intermediate(c),
+          c.token_capacity,  contract_path, c.shared_expert ? 1 : 0};
 }
 
 void validate(const MoeCodegenOptions& o) {
@@ -113,17 +114,22 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                      config.intermediate, H, I));
   while (p.tiles > p.groups && ((2 * I / 64) % p.tiles || (H / 64) % p.tiles)) p.tiles /= 2;
   note(fmt::format("items of {} rows: {} tiles of 64 over {} consumer warpgroup(s)", 64 * p.tiles, p.tiles, p.groups));
+  if (config.shared_expert)
+    note(
+        fmt::format("fused shared expert: expert {} of the packed weights, reached by all {} tokens with weight 1; its "
+                    "GEMM1 and GEMM2 items join the list after the routed experts', finalize adds its row",
+                    E, batch));
 
   // Compute: the deepest pipeline (up to 12 stages) that lets `ctas` CTAs share an SM.
   const int threads = contract::compute_threads(p.groups);
   auto smem_for = [&](int stages) {
-    return contract::compute_smem_layout(p.contract_path, p.tiles, p.tile_n, stages, E).total;
+    return contract::compute_smem_layout(p.contract_path, p.tiles, p.tile_n, stages, config.weight_experts()).total;
   };
   auto fits = [&](int ctas, int stages) {
     const int smem = smem_for(stages);
     return smem <= device.smem_per_block && ctas * (smem + k_reserved_smem_per_block) <= device.smem_per_sm &&
            ctas * threads <= device.max_threads_per_sm &&
-           contract::compute_smem_valid(p.contract_path, p.groups, p.tiles, p.tile_n, stages, E);
+           contract::compute_smem_valid(p.contract_path, p.groups, p.tiles, p.tile_n, stages, config.weight_experts());
   };
   int ctas = options.ctas_per_sm ? options.ctas_per_sm : atom->ctas_per_sm;
   if (ctas == 0) {  // from the SMEM budget: two CTAs if a 4-stage pipeline fits twice, else one

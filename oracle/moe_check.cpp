@@ -125,7 +125,7 @@ RandomInputs random_inputs(const reference::MoeProblem& p, int tokens, RoutingKi
 RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed, const WeightScales& scales,
                              bool biases) {
   RandomWeights w;
-  const std::size_t E = p.experts, H = p.hidden, I = p.intermediate;
+  const std::size_t E = p.experts + (p.shared_expert ? 1 : 0), H = p.hidden, I = p.intermediate;
   w.host.w1.resize(E * 2 * I * H / 2);
   w.host.s1.resize(E * 2 * I * H / 32);
   w.host.w2.resize(E * H * I / 2);

@@ -11,6 +11,7 @@ reference::MoeProblem problem_of(const codegen::MoeConfig& config) {
                                                                    : reference::Activation::swiglu;
   p.alpha = config.alpha;
   p.interleaved = config.gate_up == codegen::GateUp::interleaved;
+  p.shared_expert = config.shared_expert.has_value();
   return p;
 }
 

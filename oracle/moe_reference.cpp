@@ -69,14 +69,42 @@ void parallel_for(int n, int threads, Fn fn) {
   for (auto& th : pool) th.join();
 }
 
+// The shared expert as one more slot: expert E, slot k of every token, weight
+// 1. A routed id outside [0, E) (E included) becomes -1, so the token stays
+// poisoned. Without a shared expert, the problem and routing as they are.
+struct Slots {
+  MoeProblem p;
+  Routing routing;
+};
+Slots with_shared_slot(const MoeProblem& p, const Routing& routing) {
+  if (!p.shared_expert) return {p, routing};
+  const int E = p.experts, K = p.top_k, B = routing.tokens;
+  Slots s{
+      p, Routing{B, std::vector<std::int32_t>(std::size_t(B) * (K + 1)), std::vector<float>(std::size_t(B) * (K + 1))}};
+  s.p.experts = E + 1, s.p.top_k = K + 1, s.p.shared_expert = false;
+  for (int t = 0; t < B; ++t) {
+    for (int j = 0; j < K; ++j) {
+      const std::int32_t id = routing.ids[std::size_t(t) * K + j];
+      s.routing.ids[std::size_t(t) * (K + 1) + j] = id >= 0 && id < E ? id : -1;
+      s.routing.weights[std::size_t(t) * (K + 1) + j] = routing.weights[std::size_t(t) * K + j];
+    }
+    s.routing.ids[std::size_t(t) * (K + 1) + K] = E;
+    s.routing.weights[std::size_t(t) * (K + 1) + K] = 1.0f;
+  }
+  return s;
+}
+
 // How the intermediate a reaches GEMM2: the w4a8 recipe's MXFP8 (kept as the
 // BF16 image the kernels hand off), or the w4a16 recipe's BF16.
 enum class Intermediate { mxfp8, bf16 };
 
 // The layer on activations x [B][H] already in the recipe's values.
-std::vector<std::uint16_t> layer_reference(const MoeProblem& p, const CheckpointWeights& w,
+std::vector<std::uint16_t> layer_reference(const MoeProblem& problem, const CheckpointWeights& w,
                                            const std::vector<double>& x, Intermediate intermediate,
-                                           const Routing& routing, int threads) {
+                                           const Routing& given, int threads) {
+  const Slots with_shared = with_shared_slot(problem, given);
+  const MoeProblem& p = with_shared.p;
+  const Routing& routing = with_shared.routing;
   const int E = p.experts, K = p.top_k, H = p.hidden, I = p.intermediate, B = routing.tokens;
 
   std::vector<std::vector<int>> routes(E);  // route index t*k+j per expert
@@ -178,8 +206,11 @@ std::vector<std::uint16_t> quantized_reference_w4a16(const MoeProblem& p, const 
   return layer_reference(p, w, x, Intermediate::bf16, routing, threads);
 }
 
-std::vector<double> dense_reference(const MoeProblem& p, const CheckpointWeights& w, const std::vector<float>& x,
-                                    const Routing& routing, const std::vector<int>& tokens, int threads) {
+std::vector<double> dense_reference(const MoeProblem& problem, const CheckpointWeights& w, const std::vector<float>& x,
+                                    const Routing& given, const std::vector<int>& tokens, int threads) {
+  const Slots with_shared = with_shared_slot(problem, given);
+  const MoeProblem& p = with_shared.p;
+  const Routing& routing = with_shared.routing;
   const int K = p.top_k, H = p.hidden, I = p.intermediate;
   std::vector<double> y(tokens.size() * H, 0.0);
   parallel_for(static_cast<int>(tokens.size()), threads, [&](int ti) {

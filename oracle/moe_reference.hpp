@@ -9,6 +9,8 @@
 //   a_q    = MXFP8(a) per 32 along I (OCP rule), then its BF16 image
 //   slot   = BF16(W2(e) . a_q + w_tj * b2)         (so y = sum_j w_tj (W2 act + b2))
 //   y_t    = BF16(sum_j slot_j, in FP32, j = 0..k-1); NaN if a route id is outside [0, E)
+// With a fused shared expert (MoeProblem::shared_expert) every token has one
+// more slot j = k, after the routed ones: expert E of the weights, weight 1.
 // quantized_reference_w4a16: the W4A16 recipe (BF16 activations straight into
 // GEMM1, as Hopper engines run MXFP4 models): x is BF16 and the intermediate
 // is a_q = BF16(a) instead of its MXFP8 requantization; the rest as above.
@@ -33,14 +35,17 @@ struct MoeProblem {
   // W1's gate/up rows: false, gate rows 0..I-1 then up rows I..2I-1; true
   // (gpt-oss checkpoints), gate i at row 2i and up i at row 2i+1.
   bool interleaved = false;
+  // A fused shared expert: the weights hold E + 1 experts, the last one shared.
+  bool shared_expert = false;
 };
 
 // Checkpoint-layout MXFP4 weights (DESIGN.md "Weights"), and optional BF16
-// biases: b1 per W1 row (in W1's row order), b2 per output row.
+// biases: b1 per W1 row (in W1's row order), b2 per output row. E' = E + 1
+// with a shared expert (the last), else E.
 struct CheckpointWeights {
-  std::vector<std::uint8_t> w1, s1;   // [E][2I][H/2], [E][2I][H/32]
-  std::vector<std::uint8_t> w2, s2;   // [E][H][I/2],  [E][H][I/32]
-  std::vector<std::uint16_t> b1, b2;  // BF16 bits [E][2I], [E][H]; empty: no bias
+  std::vector<std::uint8_t> w1, s1;   // [E'][2I][H/2], [E'][2I][H/32]
+  std::vector<std::uint8_t> w2, s2;   // [E'][H][I/2],  [E'][H][I/32]
+  std::vector<std::uint16_t> b1, b2;  // BF16 bits [E'][2I], [E'][H]; empty: no bias
 };
 
 struct Routing {

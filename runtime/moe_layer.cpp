@@ -175,7 +175,7 @@ void MoeLayer::adopt_packed(const PackedWeightsDevice& packed) {
 }
 
 void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2) {
-  const std::size_t E = config_.local_experts(), H = config_.hidden, I = config_.intermediate;
+  const std::size_t E = config_.weight_experts(), H = config_.hidden, I = config_.intermediate;
   for (auto [name, ptr] : {std::pair{"b1", b1}, std::pair{"b2", b2}}) {
     if (!config_.biases && ptr != 0)
       throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: the config has no biases (set \"biases\": "

@@ -56,10 +56,12 @@ struct MoeLayerOptions {
 };
 
 // Checkpoint-layout MXFP4 weights in device memory (DESIGN.md "Weights").
+// With config.shared_expert every array holds E + 1 experts: the fused shared
+// expert, in MXFP4 like the routed ones, is the last (E' = weight_experts()).
 struct CheckpointWeightsDevice {
-  CUdeviceptr w1 = 0, s1 = 0;  // [E][2I][H/2], [E][2I][H/32]
-  CUdeviceptr w2 = 0, s2 = 0;  // [E][H][I/2],  [E][H][I/32]
-  CUdeviceptr b1 = 0, b2 = 0;  // config.biases: BF16 [E][2I] (W1's row order), [E][H]; else 0
+  CUdeviceptr w1 = 0, s1 = 0;  // [E'][2I][H/2], [E'][2I][H/32]
+  CUdeviceptr w2 = 0, s2 = 0;  // [E'][H][I/2],  [E'][H][I/32]
+  CUdeviceptr b1 = 0, b2 = 0;  // config.biases: BF16 [E'][2I] (W1's row order), [E'][H]; else 0
 };
 
 // Weights packed ahead of time (runtime/weight_packing.hpp, `moejit::pack_weights`)

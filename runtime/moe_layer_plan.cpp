@@ -15,8 +15,6 @@ void validate_layer_config(const codegen::MoeConfig& config) {
   if (config.experts > 2048)
     throw InvalidInput(
         "experts", fmt::format("experts E = {} is outside the range this version supports [1, 2048]", config.experts));
-  if (config.shared_expert)
-    throw InvalidInput("shared_expert", "shared_expert: a fused shared expert is not supported yet");
 }
 
 void validate_layer_options(const MoeLayerOptions& o) {

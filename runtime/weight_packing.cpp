@@ -46,12 +46,12 @@ std::vector<std::uint8_t> pack_projection(std::span<const std::uint8_t> payload,
 
 std::uint64_t packed_bytes(const codegen::MoeConfig& config, codegen::Projection which) {
   const contract::ProjectionShape s = codegen::projection_shape(config, which);
-  return std::uint64_t(config.local_experts()) * (s.rows / 64) * (s.k / 128) * contract::kWeightStepBytes;
+  return std::uint64_t(config.weight_experts()) * (s.rows / 64) * (s.k / 128) * contract::kWeightStepBytes;
 }
 
 PackedWeightsHost pack_weights(const codegen::MoeConfig& config, const codegen::AtomTraits& atom,
                                const CheckpointWeightsHost& w) {
-  const int e = config.local_experts(), h = config.hidden, i = config.intermediate;
+  const int e = config.weight_experts(), h = config.hidden, i = config.intermediate;
   PackedWeightsHost out;
   out.atom = atom.name;
   struct Projection {

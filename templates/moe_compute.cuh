@@ -73,14 +73,19 @@ __device__ __forceinline__ float gated_activation(float gate, float up, float cl
 }
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, class Atom>
+          int kStages, int kGrid, int kActivation, int kShared, class Atom>
 struct ComputeRole {
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
   static constexpr bool kSplitRows = contract::path_split_rows(kPath);
-  static constexpr contract::MoeDims kDims{kExperts, kTopK, kHidden, kInter, kCapacity, kPath};
+  static constexpr contract::MoeDims kDims{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared};
+  // The schedule's experts: the E routed ones, then (kShared) the fused shared
+  // expert, expert E of the packed weights, whose route for token t is
+  // kSharedRoute0 + t with weight 1 (contract::shared_route0).
+  static constexpr int kSlots = kExperts + kShared;
+  static constexpr int kSharedRoute0 = int(contract::shared_route0(kDims));
   static constexpr contract::ComputeSmemLayout kSmem =
-      contract::compute_smem_layout(kPath, kTiles, kTileN, kStages, kExperts);
+      contract::compute_smem_layout(kPath, kTiles, kTileN, kStages, kSlots);
   static constexpr int kT = kTiles / kGroups;  // 64-row tiles per consumer warpgroup
   static constexpr int kConsumerThreads = contract::consumer_threads(kGroups);
   static constexpr int kThreads = contract::compute_threads(kGroups);
@@ -93,8 +98,16 @@ struct ComputeRole {
   using Ring = StageRing<kPath, kTiles, kTileN, kStages>;
   using Walker = SegmentWalker<kHidden, kInter, kTiles, kTileN, kGrid>;
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
-  static_assert(contract::compute_smem_valid(kPath, kGroups, kTiles, kTileN, kStages, kExperts), "compute SMEM layout");
-  static_assert(kExperts <= 2048, "the routing prologue packs active indices in 11 bits");
+  static_assert(contract::compute_smem_valid(kPath, kGroups, kTiles, kTileN, kStages, kSlots), "compute SMEM layout");
+  static_assert(kSlots < 4096, "the routing prologue packs active indices in 12 bits");
+  static_assert(kShared == 0 || kShared == 1, "one fused shared expert at most");
+
+  __device__ static int token_of(int route) {
+    return kShared && route >= kSharedRoute0 ? route - kSharedRoute0 : route / kTopK;
+  }
+  __device__ static float weight_of(const ComputeParams& p, int route) {
+    return kShared && route >= kSharedRoute0 ? 1.0f : p.topk_weights[route];
+  }
 
   struct Workspace {
     contract::MoeHeader* header;
@@ -171,7 +184,13 @@ struct ComputeRole {
   __device__ static void tile_copies(TileCopies& tc, const ComputeParams& p, const Workspace& ws, const Segment& sg) {
     const int lane = threadIdx.x % 32;
     int route0, route1;
-    tile_routes(p.topk_ids, int(p.tokens) * kTopK, sg.expert, sg.j * kTileN, sg.rows, route0, route1);
+    if (kShared && sg.expert == kExperts) {  // the shared expert's routes are its tokens in order
+      const int r0 = kSharedRoute0 + sg.j * kTileN + lane;
+      route0 = lane < sg.rows ? r0 : -1;
+      route1 = lane + 32 < sg.rows ? r0 + 32 : -1;
+    } else {
+      tile_routes(p.topk_ids, int(p.tokens) * kTopK, sg.expert, sg.j * kTileN, sg.rows, route0, route1);
+    }
 #pragma unroll
     for (int q = 0; q < kPasses; ++q) {
       const int n = q * kColsPerPass + lane / kChunks;
@@ -188,7 +207,7 @@ struct ComputeRole {
       const int n = lane + 32 * h, r = h ? route1 : route0;
       tc.route[h] = n < sg.rows ? r : -1;
       // GEMM1: the caller's read-only x_scales words; GEMM2: the handoff's records.
-      tc.scale_src[h] = sg.phase == 0 ? p.x_scales + u64(r / kTopK) * (kHidden / 128)
+      tc.scale_src[h] = sg.phase == 0 ? p.x_scales + u64(token_of(r)) * (kHidden / 128)
                                       : ws.handoff_s + u64(r) * kKb2 * (contract::kScaleRecordBytes / 4);
     }
   }
@@ -265,7 +284,7 @@ struct ComputeRole {
   }
 
   __device__ static const u8* row_source(const ComputeParams& p, const Workspace& ws, int phase, int route) {
-    if (phase == 0) return p.x_rows + u64(route / kTopK) * kHidden * (kChunkBytes / 128);
+    if (phase == 0) return p.x_rows + u64(token_of(route)) * kHidden * (kChunkBytes / 128);
     return ws.handoff + u64(route) * contract::handoff_row_bytes(kPath, kInter);
   }
 
@@ -383,7 +402,7 @@ struct ComputeRole {
         for (int i = 0; i < N / 8; ++i)
 #pragma unroll
           for (int q = 0; q < 2; ++q) {
-            const float w = 8 * i + 2 * t + q < sg.rows ? p.topk_weights[route[2 * i + q]] : 0.0f;
+            const float w = 8 * i + 2 * t + q < sg.rows ? weight_of(p, route[2 * i + q]) : 0.0f;
             acc[u][4 * i + q] = fmaf(w, lo, acc[u][4 * i + q]);
             acc[u][4 * i + 2 + q] = fmaf(w, hi, acc[u][4 * i + 2 + q]);
           }
@@ -406,7 +425,7 @@ struct ComputeRole {
 #pragma unroll
     for (int c = 0; c < N / 4; ++c) {
       const int col = 8 * (c / 2) + 2 * t + c % 2;
-      weight[c] = col < sg.rows ? p.topk_weights[route[c]] : 0.0f;
+      weight[c] = col < sg.rows ? weight_of(p, route[c]) : 0.0f;
     }
     if constexpr (Atom::kBf16Handoff) {
       // W4A16: each element rounds to BF16 on its own; no block amax to share.
@@ -545,8 +564,8 @@ struct ComputeRole {
       fence_barrier_init();
       s_scratch[63] = ws.header->epoch + 1;  // this forward's tag
     }
-    const RouteTables tables = route_tables<kExperts, kTileN, kThreads>(
-        p.topk_ids, int(p.tokens) * kTopK, reinterpret_cast<unsigned*>(smem + kSmem.counts),
+    const RouteTables tables = route_tables<kSlots, kShared, kTileN, kThreads>(
+        p.topk_ids, int(p.tokens) * kTopK, int(p.tokens), reinterpret_cast<unsigned*>(smem + kSmem.counts),
         reinterpret_cast<unsigned*>(s_scratch), reinterpret_cast<int*>(smem + kSmem.active),
         reinterpret_cast<int*>(smem + kSmem.count), reinterpret_cast<int*>(smem + kSmem.tile0));
     const int tag = s_scratch[63];
@@ -583,29 +602,29 @@ struct ComputeRole {
 };
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation>
+          int kStages, int kGrid, int kActivation, int kShared>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              AtomSm90Fp8>::run(p);
+              kShared, AtomSm90Fp8>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation>
+          int kStages, int kGrid, int kActivation, int kShared>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              AtomSm90Bf16>::run(p);
+              kShared, AtomSm90Bf16>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation>
+          int kStages, int kGrid, int kActivation, int kShared>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              AtomSm90Bf16W4A16>::run(p);
+              kShared, AtomSm90Bf16W4A16>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation>
+          int kStages, int kGrid, int kActivation, int kShared>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              AtomSm120>::run(p);
+              kShared, AtomSm120>::run(p);
 }
 #endif
 

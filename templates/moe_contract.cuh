@@ -132,10 +132,20 @@ struct MoeHeader {
 // otherwise be read.
 constexpr int kScaleRecordBytes = 16;
 
-// The dimensions the workspace depends on (E local experts, Bcap token capacity).
+// The dimensions the workspace depends on (E local experts, Bcap token capacity,
+// shared: 1 with a fused shared expert). The shared expert is expert E of the
+// packed weights, and token t's route to it is kSharedRoute0 + t
+// (shared_route0): every token gets one more route, with weight 1.
 struct MoeDims {
-  int experts, top_k, hidden, inter, capacity, path;
+  int experts, top_k, hidden, inter, capacity, path, shared;
 };
+MOEJIT_HD constexpr long long shared_route0(MoeDims d) {
+  return (long long)d.capacity * d.top_k;
+}
+// The routes the workspace holds rows for: Bcap * k routed, then Bcap shared.
+MOEJIT_HD constexpr long long route_capacity(MoeDims d) {
+  return (long long)d.capacity * (d.top_k + d.shared);
+}
 
 // The widest token tile (wgmma N) a compute item uses; split-K partial slots
 // are sized for it, so one workspace serves every batch size.
@@ -147,14 +157,14 @@ constexpr int kMaxTileN = 64;
 // from gridDim.
 struct WorkspaceLayout {
   long long header;        // MoeHeader
-  long long ready;         // int [E][I/128]: finished GEMM1 tiles per (active expert, K128 block of I)
+  long long ready;         // int [E + shared][I/128]: finished GEMM1 tiles per (active expert, K128 block of I)
   long long x_q;           // u8  [Bcap][H]: E4M3 activations quantized from BF16 input by the dispatch role
   long long x_scales;      // u32 [Bcap][H/128]
   long long x_small;       // u8  [Bcap][H]: split rows (path_split_rows): the small elements; x_q holds the large
   long long x_bf16;        // u16 [Bcap][H]: the exact path's BF16 image of x
-  long long handoff;       // [Bcap*k] rows of handoff_row_bytes: GEMM2 activations, by route r = t*k + j
-  long long handoff_s;     // [Bcap*k][I/128] 16-byte records, word 0 the UE8M0 scale word (fp8 paths)
-  long long arena;         // u16 [Bcap*k][H]: each route's BF16 output row
+  long long handoff;       // [routes] rows of handoff_row_bytes: GEMM2 activations, by route r (route_capacity)
+  long long handoff_s;     // [routes][I/128] 16-byte records, word 0 the UE8M0 scale word (fp8 paths)
+  long long arena;         // u16 [routes][H]: each route's BF16 output row
   long long partial_flag;  // int [2][grid]: tag of the forward whose partial sits in the slot
   long long partials;      // float [2][grid][partial_slot_floats()]: split-K partial sums
   long long fixed_bytes;   // bytes before `partials`
@@ -169,10 +179,10 @@ MOEJIT_HD constexpr long long partial_slot_floats() {
 MOEJIT_HD constexpr WorkspaceLayout workspace_layout(MoeDims d) {
   WorkspaceLayout l{};
   long long at = 0;
-  const long long routes = (long long)d.capacity * d.top_k;
+  const long long routes = route_capacity(d);
   const bool fp8 = path_fp8_rows(d.path);
   l.header = at, at += align_up(64, 256);
-  l.ready = at, at += align_up(4LL * d.experts * (d.inter / 128), 256);
+  l.ready = at, at += align_up(4LL * (d.experts + d.shared) * (d.inter / 128), 256);
   l.x_q = at, at += align_up((long long)d.capacity * d.hidden, 256);
   l.x_scales = at, at += align_up(4LL * d.capacity * (d.hidden / 128), 256);
   l.x_small = at, at += path_split_rows(d.path) ? align_up((long long)d.capacity * d.hidden, 256) : 0;
@@ -217,6 +227,7 @@ struct ComputeSmemLayout {
   int counts;   // int [E] per-expert counts in the prologue (aliases x)
 };
 
+// `experts`: the schedule's, E + shared (the fused shared expert is one more).
 MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, int tile_n, int stages, int experts) {
   ComputeSmemLayout l{};
   int at = 0;

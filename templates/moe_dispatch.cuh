@@ -141,13 +141,13 @@ __device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small
 // `x_scales_in`, UE8M0 bytes [B][H/32]). kQuantize: the w4a8-mx recipe (else
 // W4A16, whose BF16 rows are only padded). kImage: write the BF16 image (the
 // exact path).
-template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kHiddenIn, int kInputBf16,
-          int kQuantize, int kImage>
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
+          int kInputBf16, int kQuantize, int kImage>
 __device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16* x_bf16_in, u32 tokens, u8* ws) {
   // The compute role may launch now: its weight stream needs nothing from this grid.
   griddep_launch_dependents();
   constexpr contract::WorkspaceLayout l =
-      contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath});
+      contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared});
   constexpr bool kSplit = contract::path_split_rows(kPath);
   u8* x_q = ws + l.x_q;
   u8* x_scales = ws + l.x_scales;

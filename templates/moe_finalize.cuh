@@ -1,7 +1,8 @@
 #pragma once
 // Role 3, finalize: y[t] = BF16(sum over j of the k BF16 route rows, in FP32,
-// in slot order j = 0..k-1). A token with a route outside [0, E) has no row
-// and becomes NaN: it never reads a neighbour's.
+// in slot order j = 0..k-1, then the fused shared expert's row (kShared)).
+// A token with a route outside [0, E) has no row and becomes NaN: it never
+// reads a neighbour's.
 
 #include "moe_contract.cuh"
 #include "moe_ptx.cuh"
@@ -9,11 +10,11 @@
 namespace moejit {
 
 // The arena's rows are kHidden (padded) wide; y's kHiddenIn (the model's H).
-template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kHiddenIn>
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn>
 __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, const u8* ws) {
   griddep_wait();  // the arena rows are the compute role's
-  constexpr contract::WorkspaceLayout l =
-      contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath});
+  constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared};
+  constexpr contract::WorkspaceLayout l = contract::workspace_layout(d);
   const u16* arena = reinterpret_cast<const u16*>(ws + l.arena);
   const u32 chunks = tokens * (kHiddenIn / 8);
   for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
@@ -21,9 +22,10 @@ __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__
     bool poison = false;
     float sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
-    for (int j = 0; j < kTopK; ++j) {
-      poison |= unsigned(topk_ids[u64(token) * kTopK + j]) >= unsigned(kExperts);
-      const uint4 v = *reinterpret_cast<const uint4*>(arena + (u64(token) * kTopK + j) * kHidden + h);
+    for (int j = 0; j < kTopK + kShared; ++j) {
+      const u64 route = j < kTopK ? u64(token) * kTopK + j : u64(contract::shared_route0(d)) + token;
+      if (j < kTopK) poison |= unsigned(topk_ids[route]) >= unsigned(kExperts);
+      const uint4 v = *reinterpret_cast<const uint4*>(arena + route * kHidden + h);
       const u32 words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {

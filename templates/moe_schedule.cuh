@@ -69,20 +69,23 @@ struct RouteTables {
   int tiles;  // token tiles over all active experts
 };
 
-// Step 1, by the whole block. `counts` is [E] scratch (it may alias buffers
-// that are dead until the pipeline starts); the tables are filled in place.
-// An id outside [0, E) is not routed (finalize poisons its token).
-template <int kExperts, int kTileN, int kThreads>
-__device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes, unsigned* counts, unsigned* s_scratch,
-                                    int* active, int* count, int* tile0) {
-  for (int e = threadIdx.x; e < kExperts; e += kThreads) counts[e] = 0u;
+// Step 1, by the whole block, over kExperts = E + kShared schedule experts:
+// the routed ones, then (kShared) the fused shared expert, which every one of
+// the `tokens` tokens reaches. `counts` is [kExperts] scratch (it may alias
+// buffers that are dead until the pipeline starts); the tables are filled in
+// place. An id outside [0, E) is not routed (finalize poisons its token).
+template <int kExperts, int kShared, int kTileN, int kThreads>
+__device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes, int tokens, unsigned* counts,
+                                    unsigned* s_scratch, int* active, int* count, int* tile0) {
+  constexpr int kRouted = kExperts - kShared;
+  for (int e = threadIdx.x; e < kExperts; e += kThreads) counts[e] = e < kRouted ? 0u : unsigned(tokens);
   __syncthreads();
   for (int r = threadIdx.x; r < routes; r += kThreads) {
     const int id = topk_ids[r];
-    if (unsigned(id) < unsigned(kExperts)) atomicAdd(&counts[id], 1u);
+    if (unsigned(id) < unsigned(kRouted)) atomicAdd(&counts[id], 1u);
   }
   __syncthreads();
-  // One scan carries both prefixes: active index in bits 20+ (E <= 2048), token
+  // One scan carries both prefixes: active index in bits 20+ (E < 4096), token
   // tiles below (at most one per route, < 2^20).
   for (int e = threadIdx.x; e < kExperts; e += kThreads) {
     const unsigned c = counts[e];

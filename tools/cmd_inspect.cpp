@@ -35,6 +35,7 @@ const std::vector<OptionSpec>& inspect_options() {
          "M"},
         {"batch", true, "with --model: the forward's tokens B (default 8)", "B"},
         {"role", true, "with --model: dispatch, compute (default), finalize, transform (W1) or transform-w2", "R"},
+        shared_expert_option(),
         {"ptx", true, "a PTX file (from any frontend) instead of a built-in kernel", "FILE"},
         {"target", true, "the target: " + codegen::target_names() + " (required)", "T"},
         {"stage", true, "what to print: source, ptx, passes (default), final, resources, all", "S"},
@@ -58,13 +59,7 @@ const std::vector<OptionSpec>& inspect_options() {
 // --model/--batch/--role: the spec a layer of that model would load, as the
 // launch plan plans it on the target's built-in device profile.
 codegen::KernelSpec moe_spec(const Args& args, codegen::Target target) {
-  codegen::MoeConfig config;
-  try {
-    config = codegen::builtin_model(*args.get("model"));
-  } catch (const std::invalid_argument&) {
-    throw UsageError(fmt::format("--model: '{}' is not one of {}", *args.get("model"),
-                                 fmt::join(codegen::builtin_model_names(), ", ")));
-  }
+  codegen::MoeConfig config = builtin_model_flag(args, *args.get("model"));
   const int batch = static_cast<int>(args.get_int("batch", 8, 1, config.token_capacity));
   codegen::MoeCodegenOptions options = codegen_options(args);
   apply_recipe(args, config, options);

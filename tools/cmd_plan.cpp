@@ -22,12 +22,7 @@ codegen::MoeConfig read_config(const Args& args) {
     throw UsageError("give exactly one of --model NAME or --config FILE (see --help)");
   codegen::MoeConfig config;
   if (auto name = args.get("model")) {
-    try {
-      config = codegen::builtin_model(*name, args.has("shared-expert"));
-    } catch (const std::invalid_argument&) {
-      throw UsageError(fmt::format("--model: '{}' is not one of {}", excerpt(*name),
-                                   fmt::join(codegen::builtin_model_names(), ", ")));
-    }
+    config = builtin_model_flag(args, *name);
     if (!args.has("ranks"))
       throw UsageError(fmt::format("--ranks R is required with --model (1 <= R <= {})", k_max_ranks));
   } else {
@@ -69,7 +64,9 @@ int cmd_plan(int argc, char** argv) {
       {"batches", true, "batch sizes: a list (1,3,8), a range of powers of two (1-256 = 1,2,4,...,256), or both",
        "LIST"},
       {"device", true, "device profile: h200 (sm_90a) or rtx-pro-5000 (sm_120a)", "NAME"},
-      {"shared-expert", false, "fuse the model's shared expert (K-group 128 for glm5.2, 32 for dsv4.1-flash)"},
+      {"shared-expert", false,
+       "fuse the model's shared expert (glm5.2, dsv4.1-flash); Table 2's model takes its FP8 K-group (128 for "
+       "glm5.2, 32 for dsv4.1-flash), the layer its MXFP4 weights as expert E"},
       {"dispatch-sms", true, "SMs requested for the dispatch partition (default 6; eq. 5)", "N"},
       {"token-capacity", true, "tokens per rank the workspace holds, Bcap, 1..4096 (default 256)", "N"},
       {"no-batched-routes", false, "plan for a workspace without the batched route arrays (no batched returns)"},

@@ -25,12 +25,7 @@ jit::PrecompileRequest parse_request(const Args& args) {
   jit::PrecompileRequest r;
   if (args.has("model") && args.has("config")) throw UsageError("--model and --config are alternatives; give one");
   if (auto name = args.get("model")) {
-    try {
-      r.config = codegen::builtin_model(*name);
-    } catch (const std::invalid_argument&) {
-      throw UsageError(fmt::format("--model: '{}' is not one of {}", excerpt(*name),
-                                   fmt::join(codegen::builtin_model_names(), ", ")));
-    }
+    r.config = builtin_model_flag(args, *name);
   } else if (auto file = args.get("config")) {
     r.config = codegen::load_moe_config(*file);
   }
@@ -86,6 +81,7 @@ int cmd_precompile(int argc, char** argv) {
       {"jobs", true, "parallel compiles (default: the number of cores)", "N"},
       {"help", false, "this text"},
   };
+  options.push_back(shared_expert_option());
   for (OptionSpec& o : codegen_option_specs()) options.push_back(std::move(o));
   Args args(options, argc, argv, 2);
   if (args.has("help")) {

@@ -1,6 +1,9 @@
 #include "tools/codegen_flags.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace moejit::tools {
 
@@ -53,6 +56,25 @@ void apply_recipe(const Args& args, codegen::MoeConfig& config, codegen::MoeCode
     config.recipe = *recipe;
   }
   if (config.recipe == codegen::Recipe::w4a16) options.input_bf16 = true;
+}
+
+OptionSpec shared_expert_option() {
+  return {"shared-expert", false,
+          "fuse the model's shared expert (glm5.2, dsv4.1-flash): expert E of the weights, in MXFP4, every token "
+          "with weight 1"};
+}
+
+codegen::MoeConfig builtin_model_flag(const Args& args, std::string_view name) {
+  const bool shared = args.has("shared-expert");
+  const std::vector<std::string> names = codegen::builtin_model_names();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw UsageError(fmt::format("--model: '{}' is not one of {}", excerpt(name), fmt::join(names, ", ")));
+  try {
+    return codegen::builtin_model(name, shared);
+  } catch (const std::invalid_argument&) {
+    throw UsageError(
+        fmt::format("--shared-expert: model '{}' has no shared expert (glm5.2 and dsv4.1-flash have one)", name));
+  }
 }
 
 }  // namespace moejit::tools

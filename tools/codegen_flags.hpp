@@ -18,4 +18,10 @@ codegen::MoeCodegenOptions codegen_options(const Args& args);
 // flag or the config file.
 void apply_recipe(const Args& args, codegen::MoeConfig& config, codegen::MoeCodegenOptions& options);
 
+// The built-in model `name`, with its shared expert fused if the command has
+// --shared-expert (shared_expert_option()); UsageError for an unknown name or
+// a model without a shared expert.
+OptionSpec shared_expert_option();
+codegen::MoeConfig builtin_model_flag(const Args& args, std::string_view name);
+
 }  // namespace moejit::tools

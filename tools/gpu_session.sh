@@ -7,11 +7,11 @@
 #
 #   tests     moejit_gpu_tests: the whole GPU matrix, both paths, and the runtime tests
 #   memcheck  compute-sanitizer memcheck on `moejit run --batch 8`: each path and the W4A16 recipe (GLM5.2),
-#             and gpt-oss-120b
+#             gpt-oss-120b, and DSV4.1-Flash with the fused shared expert
 #   plan      `moejit plan --device h200 --batches 8` beside what `moejit run --batch 8` launches, and
-#             `moejit run --model gpt-oss-120b` (B = 1, 64; W4A16 at B = 8)
-#   bench     moejit_bench_moe: the fast path (the default) twice, the exact path and W4A16 once (and
-#             dist/old/moejit_bench_moe once, if carried)
+#             `moejit run --model gpt-oss-120b` (B = 1, 64; W4A16 at B = 8), and GLM5.2 with the shared expert
+#   bench     moejit_bench_moe: the fast path (the default) twice, the exact path and W4A16 once, the
+#             fused shared expert (both recipes) once (and dist/old/moejit_bench_moe once, if carried)
 #   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
 #
@@ -58,17 +58,22 @@ for step in "${steps[@]}"; do
         --batch 8 --recipe w4a16
       run memcheck-gpt-oss.log compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model gpt-oss-120b \
         --batch 8
+      run memcheck-shared.log compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model dsv4.1-flash \
+        --shared-expert --batch 8
       ;;
     plan)
       run plan-h200.log moejit plan --device h200 --model glm5.2 --ranks 1 --batches 8
       run run-b8.log moejit run --model glm5.2 --batch 8
       for b in 1 64; do run "run-gpt-oss-b$b.log" moejit run --model gpt-oss-120b --batch "$b"; done
       run run-gpt-oss-w4a16.log moejit run --model gpt-oss-120b --batch 8 --recipe w4a16
+      run run-shared.log moejit run --model glm5.2 --shared-expert --batch 64
       ;;
     bench)
       for i in 1 2; do run "bench-fast-$i.log" moejit_bench_moe --path fast; done
       run bench-exact-1.log moejit_bench_moe --path exact
       run bench-w4a16.log moejit_bench_moe --recipe w4a16
+      run bench-shared.log moejit_bench_moe --shared-expert
+      run bench-shared-w4a16.log moejit_bench_moe --shared-expert --recipe w4a16
       [ -x "$DIST/old/moejit_bench_moe" ] && run bench-old.log "$DIST/old/moejit_bench_moe"
       ;;
     python)

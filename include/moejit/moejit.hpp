@@ -60,7 +60,10 @@ struct Config {
   float alpha = 1.702f;                       // gpt-oss's sigmoid slope
   std::string gate_up = "halves";             // W1's gate/up rows: "halves" or "interleaved" (gpt-oss)
   bool biases = false;                        // per-expert BF16 biases b1, b2 (gpt-oss; CheckpointWeights)
-  std::optional<int> shared_expert_k_group;   // a fused shared expert (32 or 128), or none
+  // A fused shared expert (every token, weight 1; its weights are expert E of
+  // CheckpointWeights, in MXFP4), or none. The value is the K-group (32 or 128)
+  // of the seed's FP8 shared weights, which `moejit plan`'s Table 2 model uses.
+  std::optional<int> shared_expert_k_group;
   int dispatch_sms = 6;
   int token_capacity = 256;  // the most tokens per forward (per rank)
   bool batched_routes = true;
@@ -148,7 +151,9 @@ MOEJIT_API void configure(const Settings& settings);
 // Checkpoint-layout MXFP4 expert weights in device memory (README, "Weights"):
 // w1 [E][2I][H/2] with s1 [E][2I][H/32], w2 [E][H][I/2] with s2 [E][H][I/32].
 // With Config::biases: b1 BF16 [E][2I] (one per W1 row, in the checkpoint's
-// row order) and b2 BF16 [E][H]; else both 0.
+// row order) and b2 BF16 [E][H]; else both 0. With a fused shared expert
+// (Config::shared_expert_k_group) every array holds E + 1 experts: the shared
+// expert, quantized to MXFP4 like the routed ones, is the last.
 struct CheckpointWeights {
   std::uint64_t w1 = 0, s1 = 0, w2 = 0, s2 = 0;
   std::uint64_t b1 = 0, b2 = 0;

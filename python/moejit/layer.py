@@ -15,8 +15,9 @@ _E4M3 = ("float8_e4m3fn", "uint8")  # E4M3 values, or their raw bytes
 
 
 def weight_shapes(config: Dict[str, Any]) -> Dict[str, tuple]:
-    """The checkpoint-layout MXFP4 shapes the layer takes (README, "Weights")."""
-    e = config["experts"] // config["ranks"]
+    """The checkpoint-layout MXFP4 shapes the layer takes (README, "Weights"). With a fused shared
+    expert every array holds one more expert, the shared one last."""
+    e = config["experts"] // config["ranks"] + (1 if config.get("shared_expert") else 0)
     h, i = config["hidden"], config["intermediate"]
     shapes = {"w1": (e, 2 * i, h // 2), "s1": (e, 2 * i, h // 32), "w2": (e, h, i // 2), "s2": (e, h, i // 32)}
     if config.get("biases"):

@@ -67,6 +67,11 @@ class Configs(unittest.TestCase):
         shapes = moejit.weight_shapes(oss)
         self.assertEqual((shapes["b1"], shapes["b2"]), ((128, 5760), (128, 2880)))
         self.assertNotIn("b1", moejit.weight_shapes(moejit.config("glm5.2")))
+        # A fused shared expert is one more expert in every weight array, the last.
+        shared = moejit.config({**moejit.config("glm5.2"), "shared_expert": {"k_group": 128}})
+        self.assertEqual(moejit.weight_shapes(shared)["w1"], (257, 2 * 2048, 6144 // 2))
+        self.assertTrue(any(n.startswith("fused shared expert: expert 256")
+                            for n in moejit.plan(shared, 8)["notes"]))
         # H and I any multiple of 32: the kernels pad to 128 inside.
         self.assertEqual(moejit.config({**SMALL, "hidden": 544, "intermediate": 288})["hidden"], 544)
         self.assertEqual(moejit.plan({**SMALL, "hidden": 544}, 8)["compute"]["launched"], True)

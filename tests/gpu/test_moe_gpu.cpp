@@ -2,7 +2,7 @@
 // paths: the built-in models x B = 1..256 x four routings (gpt-oss with its
 // biases, and under W4A16), the Table 10 edges, H and I that need padding,
 // BF16 input, weight scale codes over the whole UE8M0 range and E4M3
-// subnormal activations. Fresh random inputs every run (the seed is printed);
+// subnormal activations, and the fused shared expert. Fresh random inputs every run (the seed is printed);
 // outputs poisoned before each run; every forward runs twice and must repeat
 // bit for bit. Each case's inputs go through a layer of each path, so the CPU
 // references are computed once.
@@ -255,6 +255,21 @@ TEST_CASE("gpt-oss-120b and gpt-oss-20b matrix, both recipes") {
     failures += run_matrix({model, config}, model_batches(), k_routings);
     config.recipe = codegen::Recipe::w4a16;
     failures += run_matrix({model, config}, model_batches(), k_routings, w4a16);
+  }
+  CHECK(failures == 0);
+}
+
+TEST_CASE("GLM5.2 and DSV4.1-Flash with the fused shared expert, both recipes") {
+  // The shared expert (expert E of the weights, MXFP4, every token at weight 1) joins the compute role's items;
+  // finalize adds its row after the routed ones. w4a8-mx on both paths, and W4A16.
+  const Matrix w4a16 = w4a16_matrix();
+  int failures = 0;
+  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+    codegen::MoeConfig config = codegen::builtin_model(model, /*shared_expert=*/true);
+    const std::string name = std::string(model) + "+shared";
+    failures += run_matrix({name.c_str(), config}, model_batches(), k_routings);
+    config.recipe = codegen::Recipe::w4a16;
+    failures += run_matrix({name.c_str(), config}, model_batches(), k_routings, w4a16);
   }
   CHECK(failures == 0);
 }

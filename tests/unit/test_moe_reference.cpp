@@ -244,3 +244,72 @@ TEST_CASE("W4A16 recipe: the reference is its definition, bit for bit, and diffe
   MESSAGE("W4A8 on the MXFP8 of the same x: " << moved << " of " << want.size() << " outputs differ");
   CHECK(moved > int(want.size()) / 4);
 }
+
+TEST_CASE("fused shared expert: one more slot of weight 1 on expert E, added after the routed slots") {
+  reference::MoeProblem p{4, 2, 512, 256, 10.0f};
+  p.shared_expert = true;
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto gaussian = [&](std::size_t n, float sigma) {
+    std::vector<float> v(n);
+    for (float& x : v) x = sigma * normal(rng);
+    return v;
+  };
+  const int E = p.experts + 1, H = p.hidden, I = p.intermediate;  // the weights hold the shared expert last
+  const mx::MxMatrix q1 = mx::quantize_mxfp4(gaussian(std::size_t(E) * 2 * I * H, 0.03f), E * 2 * I, H);
+  const mx::MxMatrix q2 = mx::quantize_mxfp4(gaussian(std::size_t(E) * H * I, 0.03f), E * H, I);
+  const reference::CheckpointWeights w{q1.elements, q1.scales, q2.elements, q2.scales};
+  const int tokens = 5;
+  std::vector<float> x = gaussian(std::size_t(tokens) * H, 1.0f);
+  for (float& v : x) v = static_cast<float>(mx::round_bf16(v));
+  const mx::MxMatrix xq = mx::quantize_mxfp8(x, tokens, H);
+  const reference::Routing r{
+      tokens, {0, 1, 1, 2, 2, 3, 3, 0, 0, 2}, {0.5f, 0.25f, 0.75f, 0.5f, 1.0f, 0.125f, 0.5f, 0.5f, 2.0f, 0.25f}};
+  const std::vector<std::uint16_t> y = reference::quantized_reference(p, w, xq.elements, xq.scales, r);
+
+  // The same layer written out: E + 1 experts, k + 1 slots, slot k on expert E with weight 1.
+  reference::MoeProblem explicit_p = p;
+  explicit_p.experts = E, explicit_p.top_k = 3, explicit_p.shared_expert = false;
+  reference::Routing explicit_r{tokens, {}, {}};
+  for (int t = 0; t < tokens; ++t) {
+    for (int j = 0; j < 2; ++j) {
+      explicit_r.ids.push_back(r.ids[2 * t + j]);
+      explicit_r.weights.push_back(r.weights[2 * t + j]);
+    }
+    explicit_r.ids.push_back(p.experts);
+    explicit_r.weights.push_back(1.0f);
+  }
+  CHECK(y == reference::quantized_reference(explicit_p, w, xq.elements, xq.scales, explicit_r));
+
+  // Unquantized: the layer with the shared expert is the routed layer plus the shared expert alone, at weight 1.
+  reference::MoeProblem routed = p, alone = p;
+  routed.shared_expert = false;
+  alone.shared_expert = false, alone.experts = 1, alone.top_k = 1;
+  const std::size_t w1_expert = std::size_t(2) * I * H, w2_expert = std::size_t(H) * I;
+  auto slice = [](const std::vector<std::uint8_t>& v, std::size_t from) {
+    return std::vector<std::uint8_t>(v.begin() + from, v.end());
+  };
+  const reference::CheckpointWeights shared_only{
+      slice(w.w1, p.experts * w1_expert / 2), slice(w.s1, p.experts * w1_expert / 32),
+      slice(w.w2, p.experts * w2_expert / 2), slice(w.s2, p.experts * w2_expert / 32)};
+  const reference::Routing to_it{tokens, std::vector<std::int32_t>(tokens, 0), std::vector<float>(tokens, 1.0f)};
+  const std::vector<int> all = {0, 1, 2, 3, 4};
+  const std::vector<double> with = reference::dense_reference(p, w, x, r, all);
+  const std::vector<double> without = reference::dense_reference(routed, w, x, r, all);
+  const std::vector<double> shared = reference::dense_reference(alone, shared_only, x, to_it, all);
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < with.size(); ++i) {
+    worst = std::max(worst, std::fabs(with[i] - (without[i] + shared[i])));
+    scale = std::max(scale, std::fabs(shared[i]));
+  }
+  CHECK(scale > 0.0);
+  CHECK(worst <= 1e-9 * std::max(1.0, scale));
+
+  // A routed id of E (the shared expert's index) is still outside [0, E): its token is poisoned.
+  reference::Routing bad = r;
+  bad.ids[3] = p.experts;
+  const std::vector<std::uint16_t> yb = reference::quantized_reference(p, w, xq.elements, xq.scales, bad);
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < H; ++h)
+      CHECK_MESSAGE((std::isnan(mx::bf16_value(yb[std::size_t(t) * H + h])) == (t == 1)), "token " << t);
+}

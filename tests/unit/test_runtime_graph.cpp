@@ -96,7 +96,7 @@ TEST_CASE("layer options outside their ranges are refused naming the field") {
 }
 
 TEST_CASE("the workspace layout: 256-byte aligned regions in order, the grid-sized tail last") {
-  const contract::MoeDims d{256, 8, 6144, 2048, 256, contract::kPathSm90Fp8};
+  const contract::MoeDims d{256, 8, 6144, 2048, 256, contract::kPathSm90Fp8, 0};
   const contract::WorkspaceLayout l = contract::workspace_layout(d);
   const long long regions[] = {l.header,  l.ready,     l.x_q,   l.x_scales,   l.x_bf16,
                                l.handoff, l.handoff_s, l.arena, l.fixed_bytes};
@@ -107,7 +107,7 @@ TEST_CASE("the workspace layout: 256-byte aligned regions in order, the grid-siz
   CHECK(l.fixed_bytes - l.arena == 2LL * 256 * 8 * 6144);                                  // BF16 route rows
   CHECK(l.x_bf16 == l.handoff);  // no BF16 image on the fast path
   const contract::WorkspaceLayout exact =
-      contract::workspace_layout({256, 8, 6144, 2048, 256, contract::kPathSm90Bf16});
+      contract::workspace_layout({256, 8, 6144, 2048, 256, contract::kPathSm90Bf16, 0});
   CHECK(exact.handoff - exact.x_bf16 == 2LL * 256 * 6144);  // the exact path's image of x
   CHECK(exact.handoff_s - exact.handoff == 2LL * 256 * 8 * 2048);
   // The partial slots follow the flags and grow with the grid.
