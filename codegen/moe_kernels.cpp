@@ -105,8 +105,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
       {"alpha", ParamType::f32, "float"},
   };
   s.static_checks = {
-      {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}).total", plan.contract_path, plan.tiles,
-                   plan.tile_n, plan.stages, d.experts + d.shared),
+      {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}, {}).total", plan.contract_path,
+                   plan.tiles, plan.tile_n, plan.stages, d.experts + d.shared, plan.compute.grid),
        plan.compute.smem_bytes},
       {fmt::format("moejit::contract::compute_threads({})", plan.groups), plan.compute.threads},
       {"sizeof(moejit::ComputeParams)", 9 * 8 + 4 + 4 + 4 + 4},  // the last 4: padding to 8

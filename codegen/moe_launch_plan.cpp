@@ -122,11 +122,13 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
 
   // Compute: the deepest pipeline (up to 12 stages) that lets `ctas` CTAs share an SM.
   const int threads = contract::compute_threads(p.groups);
-  auto smem_for = [&](int stages) {
-    return contract::compute_smem_layout(p.contract_path, p.tiles, p.tile_n, stages, config.weight_experts()).total;
+  auto smem_for = [&](int ctas, int stages) {
+    return contract::compute_smem_layout(p.contract_path, p.tiles, p.tile_n, stages, config.weight_experts(),
+                                         ctas * device.sm_count)
+        .total;
   };
   auto fits = [&](int ctas, int stages) {
-    const int smem = smem_for(stages);
+    const int smem = smem_for(ctas, stages);
     return smem <= device.smem_per_block && ctas * (smem + k_reserved_smem_per_block) <= device.smem_per_sm &&
            ctas * threads <= device.max_threads_per_sm &&
            contract::compute_smem_valid(p.contract_path, p.groups, p.tiles, p.tile_n, stages, config.weight_experts());
@@ -134,7 +136,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   int ctas = options.ctas_per_sm ? options.ctas_per_sm : atom->ctas_per_sm;
   if (ctas == 0) {  // from the SMEM budget: two CTAs if a 4-stage pipeline fits twice, else one
     ctas = fits(2, 4) ? 2 : 1;
-    note(fmt::format("{} compute CTA(s) per SM: what a 4-stage pipeline of {} B allows in {} B", ctas, smem_for(4),
+    note(fmt::format("{} compute CTA(s) per SM: what a 4-stage pipeline of {} B allows in {} B", ctas, smem_for(2, 4),
                      device.smem_per_sm));
   } else {
     note(fmt::format("{} compute CTAs per SM ({})", ctas, options.ctas_per_sm ? "set by the options" : "the atom's"));
@@ -148,14 +150,14 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
           fmt::format("{} B={} on {}: no compute pipeline of 2+ stages fits {} CTA(s) per SM in {} B of SMEM",
                       config.name, batch, device.name, ctas, device.smem_per_sm));
     note(fmt::format("stages = {}: the deepest of [2, {}] whose {} B fit {} CTA(s) per SM", stages, k_max_stages,
-                     smem_for(stages), ctas));
+                     smem_for(ctas, stages), ctas));
   } else if (!fits(ctas, stages)) {
     throw PlanError(fmt::format("{} B={} on {}: {} stages ({} B each CTA) do not fit {} CTA(s) per SM", config.name,
-                                batch, device.name, stages, smem_for(stages), ctas));
+                                batch, device.name, stages, smem_for(ctas, stages), ctas));
   }
   p.stages = stages;
   p.compute = {true,    ctas * device.sm_count,
-               threads, smem_for(stages),
+               threads, smem_for(ctas, stages),
                ctas,    register_cap_for(device.regs_per_sm, threads, ctas)};
   note(fmt::format(
       "compute grid {} = {} CTA(s) x {} SMs, persistent; {} threads ({} consumer warpgroup(s) + 2 "

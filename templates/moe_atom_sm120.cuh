@@ -52,6 +52,7 @@ struct AtomSm120 {
   static constexpr int kPath = contract::kPathSm120;
   static constexpr float kAccScale = 1.0f;
   static constexpr bool kBf16Handoff = false;  // the GEMM1 handoff is MXFP8 (the w4a8-mx recipe)
+  static constexpr int kStepCost[2][4] = {{1, 1, 1, 1}, {1, 1, 1, 1}};  // steps count alike (moe_schedule.cuh)
 
   static constexpr int kXRowPitch = 128 + 16;  // E4M3 bytes per K128, padded: conflict-free ldmatrix
   __device__ static u32 x_chunk_offset(int n, int c) { return u32(n * kXRowPitch + c * 16); }

@@ -58,6 +58,9 @@ struct AtomSm90Bf16 {
   // The GEMM1 handoff: the BF16 image of the MXFP8-requantized activation (the
   // w4a8-mx recipe), or, with kBf16Handoff, the activation rounded to BF16.
   static constexpr bool kBf16Handoff = false;
+  // A K128 step's cost by token tile class (moe_schedule.cuh): not measured
+  // per N for this atom yet, so its steps count alike.
+  static constexpr int kStepCost[2][4] = {{1, 1, 1, 1}, {1, 1, 1, 1}};
 
   // Token rows are staged as the BF16 image of their MXFP8 values: 256 bytes
   // per K128 in 272-byte rows, so ldmatrix rows fall on distinct banks.

@@ -174,6 +174,14 @@ struct AtomSm90Fp8 {
   static constexpr bool kBf16Handoff = false;  // the GEMM1 handoff is MXFP8 (the w4a8-mx recipe)
   // GEMM1 runs mainloop_split on the dispatch role's split rows (contract::path_split_rows).
 
+  // The issue cost of a K128 step per phase (GEMM1 split, GEMM2) and token
+  // tile class (N = 8, 16, 32, 64), in instructions per 8 weights: N = 8 and
+  // 16 are the K-loops' SASS (tests/sass: 384 / 506 split, 318 / 411
+  // instructions per step); 32 and 64 extend that 8 -> 16 step linearly
+  // (this atom's tile_n is at most 16). The schedule balances CTAs by it
+  // (moe_schedule.cuh).
+  static constexpr int kStepCost[2][4] = {{24, 32, 47, 77}, {20, 26, 37, 61}};
+
   // Where the 16-byte chunk c (of 8) of token column n's K128 slice goes (the 128B swizzle).
   __device__ static u32 x_chunk_offset(int n, int c) { return u32(n * 128 + ((c ^ (n & 7)) << 4)); }
 

@@ -85,7 +85,7 @@ struct ComputeRole {
   static constexpr int kSlots = kExperts + kShared;
   static constexpr int kSharedRoute0 = int(contract::shared_route0(kDims));
   static constexpr contract::ComputeSmemLayout kSmem =
-      contract::compute_smem_layout(kPath, kTiles, kTileN, kStages, kSlots);
+      contract::compute_smem_layout(kPath, kTiles, kTileN, kStages, kSlots, kGrid);
   static constexpr int kT = kTiles / kGroups;  // 64-row tiles per consumer warpgroup
   static constexpr int kConsumerThreads = contract::consumer_threads(kGroups);
   static constexpr int kThreads = contract::compute_threads(kGroups);
@@ -96,7 +96,7 @@ struct ComputeRole {
   static constexpr int kKb2 = kInter / 128;
   static_assert(kKb2 <= 32, "GEMM2 readiness is tracked in a 32-bit mask of K128 blocks");
   using Ring = StageRing<kPath, kTiles, kTileN, kStages>;
-  using Walker = SegmentWalker<kHidden, kInter, kTiles, kTileN, kGrid>;
+  using Walker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileN, kGrid, Atom, kSmem.shares>;
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
   static_assert(contract::compute_smem_valid(kPath, kGroups, kTiles, kTileN, kStages, kSlots), "compute SMEM layout");
   static_assert(kSlots < 4096, "the routing prologue packs active indices in 12 bits");
@@ -564,10 +564,12 @@ struct ComputeRole {
       fence_barrier_init();
       s_scratch[63] = ws.header->epoch + 1;  // this forward's tag
     }
-    const RouteTables tables = route_tables<kSlots, kShared, kTileN, kThreads>(
+    const RouteTables tables = route_tables<kSlots, kShared, kTileN, kThreads, kGrid, Atom>(
         p.topk_ids, int(p.tokens) * kTopK, int(p.tokens), reinterpret_cast<unsigned*>(smem + kSmem.counts),
         reinterpret_cast<unsigned*>(s_scratch), reinterpret_cast<int*>(smem + kSmem.active),
-        reinterpret_cast<int*>(smem + kSmem.count), reinterpret_cast<int*>(smem + kSmem.tile0));
+        reinterpret_cast<int*>(smem + kSmem.count), reinterpret_cast<int*>(smem + kSmem.tile0),
+        reinterpret_cast<int*>(smem + kSmem.cost0));
+    Walker::template fill_shares<kThreads>(tables);
     const int tag = s_scratch[63];
     const Walker walker(&tables, blockIdx.x);
     const int warp = warp_uniform(threadIdx.x / 32);

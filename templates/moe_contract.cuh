@@ -222,13 +222,16 @@ struct ComputeSmemLayout {
   int active;   // int [E]: expert id of active index a
   int count;    // int [E]: routes of active index a
   int tile0;    // int [E + 1]: first token tile of active index a
+  int cost0;    // int [2][E + 1]: per phase, the step cost of the token tiles before active index a
+  int shares;   // int [2][grid + 1]: per phase, the first K128 step of each CTA's share (moe_schedule.cuh)
   int scratch;  // int [64]: scan partials and broadcast words
   int total;    // bytes
   int counts;   // int [E] per-expert counts in the prologue (aliases x)
 };
 
-// `experts`: the schedule's, E + shared (the fused shared expert is one more).
-MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, int tile_n, int stages, int experts) {
+// `experts`: the schedule's, E + shared (the fused shared expert is one more); `grid`: the compute role's.
+MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, int tile_n, int stages, int experts,
+                                                          int grid) {
   ComputeSmemLayout l{};
   int at = 0;
   l.x = at, at += (int)align_up((long long)stages * tile_n * x_row_pitch(path), 1024);
@@ -244,6 +247,8 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
   l.active = at, at += 4 * experts;
   l.count = at, at += 4 * experts;
   l.tile0 = at, at += 4 * (experts + 1);
+  l.cost0 = at, at += 4 * 2 * (experts + 1);
+  l.shares = at, at += 4 * 2 * (grid + 1);
   l.scratch = at, at += 4 * 64;
   l.total = (int)align_up(at, 128);
   l.counts = l.x;

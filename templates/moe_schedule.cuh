@@ -7,12 +7,16 @@
 //     tables, so they agree on every index below without talking.
 //  2. Work: phase 0 is GEMM1 (items = token tile x 64 * kGroups interleaved
 //     gate/up rows, K = H), phase 1 GEMM2 (token tile x 64 * kGroups rows of
-//     H, K = I). A phase's
-//     K128 steps form one list, item-major; CTA b takes the contiguous share
-//     [b W / G, (b + 1) W / G) of each phase, so every CTA streams the same
-//     number of weight bytes (a balanced "stream-K" split). An item cut by a
-//     share boundary is finished by the CTA holding its first step (its owner);
-//     the later pieces, which their CTAs run first, leave partial sums.
+//     H, K = I). A phase's K128 steps form one list, item-major, and each
+//     step has a cost: the atom's issue cost of a step with that token
+//     tile's width (Costs::kStepCost, by tile_class). CTA b takes the
+//     contiguous run of steps whose cost prefix starts in [b C / G,
+//     (b + 1) C / G) of each phase (C the phase's cost), so every CTA issues
+//     the same work (a balanced "stream-K" split): counting steps alone
+//     would hand the CTAs that draw wide tiles (a hot expert, the shared
+//     expert's B tokens) up to 1.3x the time of the rest. An item cut by a
+//     share boundary is finished by the CTA holding its first step (its
+//     owner); the later pieces, which their CTAs run first, leave partial sums.
 //  3. Route lists: the token columns of an item are the routes of its expert
 //     in route order (a stable sort), found with a warp ballot scan.
 
@@ -65,18 +69,45 @@ struct RouteTables {
   int* active;  // [E]: expert of active index a
   int* count;   // [E]: routes of active index a
   int* tile0;   // [E + 1]: first token tile of active index a (prefix)
+  int* cost0;   // [2][E + 1]: per phase, the step cost of the token tiles before active index a (prefix)
   int n_active;
   int tiles;  // token tiles over all active experts
 };
+
+// The token-tile width class of a segment of `rows` columns: the consumers
+// run it as segment<N>, N the smallest of 8, 16, 32, 64 that holds it.
+__host__ __device__ constexpr int tile_class(int rows) {
+  return rows <= 8 ? 0 : rows <= 16 ? 1 : rows <= 32 ? 2 : 3;
+}
+// Costs::kStepCost[phase][class] (an atom's table), by a run-time class.
+template <class Costs, int kPhase>
+__device__ __forceinline__ int step_cost(int cls) {
+  switch (cls) {
+    case 0: return Costs::kStepCost[kPhase][0];
+    case 1: return Costs::kStepCost[kPhase][1];
+    case 2: return Costs::kStepCost[kPhase][2];
+    default: return Costs::kStepCost[kPhase][3];
+  }
+}
+// ceil(x / step cost of class cls), 32-bit for the reason SegmentWalker::locate gives.
+template <class Costs, int kPhase>
+__device__ __forceinline__ unsigned steps_of_cost(unsigned x, int cls) {
+  switch (cls) {
+    case 0: return (x + Costs::kStepCost[kPhase][0] - 1) / Costs::kStepCost[kPhase][0];
+    case 1: return (x + Costs::kStepCost[kPhase][1] - 1) / Costs::kStepCost[kPhase][1];
+    case 2: return (x + Costs::kStepCost[kPhase][2] - 1) / Costs::kStepCost[kPhase][2];
+    default: return (x + Costs::kStepCost[kPhase][3] - 1) / Costs::kStepCost[kPhase][3];
+  }
+}
 
 // Step 1, by the whole block, over kExperts = E + kShared schedule experts:
 // the routed ones, then (kShared) the fused shared expert, which every one of
 // the `tokens` tokens reaches. `counts` is [kExperts] scratch (it may alias
 // buffers that are dead until the pipeline starts); the tables are filled in
 // place. An id outside [0, E) is not routed (finalize poisons its token).
-template <int kExperts, int kShared, int kTileN, int kThreads>
+template <int kExperts, int kShared, int kTileN, int kThreads, int kGrid, class Costs>
 __device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes, int tokens, unsigned* counts,
-                                    unsigned* s_scratch, int* active, int* count, int* tile0) {
+                                    unsigned* s_scratch, int* active, int* count, int* tile0, int* cost0) {
   constexpr int kRouted = kExperts - kShared;
   for (int e = threadIdx.x; e < kExperts; e += kThreads) counts[e] = e < kRouted ? 0u : unsigned(tokens);
   __syncthreads();
@@ -116,8 +147,22 @@ __device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes
       tile0[a] = int(my_prefix[i] & 0xFFFFFu);
     }
   }
-  RouteTables t{active, count, tile0, int(total >> 20), int(total & 0xFFFFFu)};
+  RouteTables t{active, count, tile0, cost0, int(total >> 20), int(total & 0xFFFFFu)};
   if (threadIdx.x == 0) tile0[t.n_active] = t.tiles;
+  __syncthreads();
+  // Each active expert's step cost per phase: its full token tiles and its last one.
+  for (int a = threadIdx.x; a < t.n_active; a += kThreads) {
+    const int n = tile0[a + 1] - tile0[a], full = tile_class(kTileN), last = tile_class(count[a] - (n - 1) * kTileN);
+    cost0[a] = (n - 1) * step_cost<Costs, 0>(full) + step_cost<Costs, 0>(last);
+    cost0[kExperts + 1 + a] = (n - 1) * step_cost<Costs, 1>(full) + step_cost<Costs, 1>(last);
+  }
+  __syncthreads();
+  for (int p = 0; p < 2; ++p) {
+    int* phase_cost = cost0 + p * (kExperts + 1);
+    const unsigned cost =
+        block_exclusive_scan<kThreads>(reinterpret_cast<unsigned*>(phase_cost), t.n_active, s_scratch);
+    if (threadIdx.x == 0) phase_cost[t.n_active] = int(cost);
+  }
   __syncthreads();
   return t;
 }
@@ -145,7 +190,9 @@ struct PhaseShape {
 
 // Walks the segments of one CTA's shares, phase 0 then phase 1, in order.
 // Every role of the CTA walks the same sequence.
-template <int kHidden, int kInter, int kGroups, int kTileN, int kGrid>
+// The share boundaries live in the dynamic SMEM at kSharesAt (contract::ComputeSmemLayout::shares):
+// int [2][kGrid + 1]. Addressed from the constant offset, they hold no register across the loops.
+template <int kExperts, int kHidden, int kInter, int kGroups, int kTileN, int kGrid, class Costs, int kSharesAt>
 struct SegmentWalker {
   using Shape = PhaseShape<kHidden, kInter, kGroups>;
   const RouteTables* t;
@@ -155,13 +202,63 @@ struct SegmentWalker {
 
   // The K128 steps of a phase and the first of CTA b's share: [share(b), share(b + 1)).
   __device__ long long work(int p) const { return (long long)t->tiles * Shape::mt(p) * Shape::kb(p); }
-  __device__ long long share(int p, int block) const { return (unsigned long long)work(p) * block / kGrid; }
+  __device__ static int* shares() {
+    extern __shared__ __align__(1024) u8 smem[];
+    return reinterpret_cast<int*>(smem + kSharesAt);
+  }
+  // A 32-bit shared-window load: a generic pointer into SMEM would hold the window's 64-bit base in registers.
+  __device__ long long share(int p, int block) const {
+    extern __shared__ __align__(1024) u8 smem[];
+    int v;
+    asm volatile("ld.shared.u32 %0, [%1];"
+                 : "=r"(v)
+                 : "r"(smem_addr(smem) + kSharesAt + 4u * (p * (kGrid + 1) + block)));
+    return v;
+  }
+
+  // The share boundaries of every CTA, by the whole block, once: computed
+  // where the walker reads them (an owner gathers its item's pieces with
+  // accumulators live), they cost registers.
+  template <int kThreads>
+  __device__ static void fill_shares(const RouteTables& t) {
+    for (int i = threadIdx.x; i < 2 * (kGrid + 1); i += kThreads) {
+      const int block = i % (kGrid + 1);
+      shares()[i] = int(i > kGrid ? share_of<1>(t, block) : share_of<0>(t, block));
+    }
+    __syncthreads();
+  }
   __device__ void start_phase(int p) {
     phase = p;
     step = share(p, b);
     end = share(p, b + 1);
   }
   __device__ SegmentWalker(const RouteTables* tables, int block) : t(tables), b(block) { start_phase(0); }
+
+  // The first step whose cost prefix is at least C * block / G (C the phase's
+  // cost): monotone in block, 0 for block 0 and work(p) for block G.
+  template <int kPhase>
+  __device__ static long long share_of(const RouteTables& t, int block) {
+    constexpr long long kSteps = (long long)Shape::mt(kPhase) * Shape::kb(kPhase);  // per token tile
+    const int* cost0 = t.cost0 + kPhase * (kExperts + 1);
+    if (t.n_active == 0 || block >= kGrid) return (long long)t.tiles * kSteps;
+    const unsigned long long at = (unsigned long long)cost0[t.n_active] * kSteps * block / kGrid;
+    int lo = 0, hi = t.n_active - 1;  // the last a with cost0[a] * kSteps <= at
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if ((unsigned long long)cost0[mid] * kSteps <= at)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    // The cost into expert lo, below its cost: < 2^31 (at most 512 token tiles x 77 x 2^13 steps each).
+    const unsigned x = unsigned(at - (unsigned long long)cost0[lo] * kSteps);
+    const int n = t.tile0[lo + 1] - t.tile0[lo], full = tile_class(kTileN);
+    const int last = tile_class(t.count[lo] - (n - 1) * kTileN);
+    const unsigned full_cost = unsigned((n - 1) * step_cost<Costs, kPhase>(full) * kSteps);
+    const long long steps = x < full_cost ? steps_of_cost<Costs, kPhase>(x, full)
+                                          : (n - 1) * kSteps + steps_of_cost<Costs, kPhase>(x - full_cost, last);
+    return (long long)t.tile0[lo] * kSteps + steps;
+  }
 
   __device__ bool next(Segment& s) {
     while (step >= end) {
@@ -188,9 +285,12 @@ struct SegmentWalker {
 
  private:
   // Item, M tile and steps of the current step; returns the token tile index.
+  // 32-bit (a phase has < 2^31 steps): the compiler may merge the two phases'
+  // calls into one with selected divisors, and a 64-bit division by a
+  // run-time value is a helper call, a 32-bit one is not.
   template <int kMt, int kKb>
   __device__ int locate(Segment& s) const {
-    const unsigned long long u = step, item = u / kKb;
+    const unsigned u = unsigned(step), item = u / kKb;
     s.item = (long long)item;
     s.k0 = int(u % kKb);
     s.k1 = int(min((long long)kKb, s.k0 + (end - step)));
