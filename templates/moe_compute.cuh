@@ -101,6 +101,8 @@ struct ComputeRole {
   static_assert(contract::compute_smem_valid(kPath, kGroups, kTiles, kTileN, kStages, kSlots), "compute SMEM layout");
   static_assert(kSlots < 4096, "the routing prologue packs active indices in 12 bits");
   static_assert(kShared == 0 || kShared == 1, "one fused shared expert at most");
+  static_assert(contract::path_cost_weighted(kPath) == !uniform_step_cost<Atom>(),
+                "the SMEM layout holds the share table exactly when the atom's step costs differ");
 
   __device__ static int token_of(int route) {
     return kShared && route >= kSharedRoute0 ? route - kSharedRoute0 : route / kTopK;

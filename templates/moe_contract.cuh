@@ -204,11 +204,19 @@ MOEJIT_HD constexpr long long workspace_bytes(MoeDims d, int grid) {
   return partials_offset(d, grid) + 4LL * 2 * grid * partial_slot_floats();
 }
 
+// Whether the compute role balances its stream-K shares by step cost (the
+// atom's steps cost more at wider token tiles: Atom::kStepCost) and keeps
+// every CTA's share boundaries in SMEM, or by step count, from a formula
+// (moe_schedule.cuh). The compute role static_asserts that its atom agrees.
+MOEJIT_HD constexpr bool path_cost_weighted(int path) {
+  return path == kPathSm90Fp8;
+}
+
 // The compute role's dynamic shared memory. X tiles first (1024-byte aligned:
 // the 128B swizzle atom), then weight steps, staged scale words and route ids,
 // the barriers, the epilogue's amax exchange and the schedule tables. The
-// per-expert counts of the routing prologue alias the X tiles (they are dead
-// before the first stage is filled).
+// per-expert counts and step costs of the routing prologue alias the X tiles
+// (they are dead before the first stage is filled).
 struct ComputeSmemLayout {
   int x;        // [stages][tile_n * x_row_pitch]
   int x_small;  // [stages][tile_n * x_row_pitch]: GEMM1's small rows (path_split_rows), else empty
@@ -222,11 +230,11 @@ struct ComputeSmemLayout {
   int active;   // int [E]: expert id of active index a
   int count;    // int [E]: routes of active index a
   int tile0;    // int [E + 1]: first token tile of active index a
-  int cost0;    // int [2][E + 1]: per phase, the step cost of the token tiles before active index a
-  int shares;   // int [2][grid + 1]: per phase, the first K128 step of each CTA's share (moe_schedule.cuh)
+  int shares;   // int [2][grid + 1]: per phase, the first K128 step of each CTA's share (path_cost_weighted)
   int scratch;  // int [64]: scan partials and broadcast words
   int total;    // bytes
   int counts;   // int [E] per-expert counts in the prologue (aliases x)
+  int cost0;    // int [2][E + 1] per phase, the step cost of the token tiles before active index a (aliases x)
 };
 
 // `experts`: the schedule's, E + shared (the fused shared expert is one more); `grid`: the compute role's.
@@ -247,17 +255,18 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
   l.active = at, at += 4 * experts;
   l.count = at, at += 4 * experts;
   l.tile0 = at, at += 4 * (experts + 1);
-  l.cost0 = at, at += 4 * 2 * (experts + 1);
-  l.shares = at, at += 4 * 2 * (grid + 1);
+  l.shares = at, at += path_cost_weighted(path) ? 4 * 2 * (grid + 1) : 0;
   l.scratch = at, at += 4 * 64;
   l.total = (int)align_up(at, 128);
   l.counts = l.x;
+  l.cost0 = l.x;  // written once the counts are dead
   return l;
 }
 
-// Whether the prologue's counts fit in the X tiles they alias, and the shape is one the role supports.
+// Whether the prologue's counts and step costs fit in the X tiles they alias, and the shape is one the role
+// supports.
 MOEJIT_HD constexpr bool compute_smem_valid(int path, int groups, int tiles, int tile_n, int stages, int experts) {
-  return 4LL * experts <= (long long)stages * tile_n * x_row_pitch(path) && tile_n % 8 == 0 && tile_n >= 8 &&
+  return 8LL * (experts + 1) <= (long long)stages * tile_n * x_row_pitch(path) && tile_n % 8 == 0 && tile_n >= 8 &&
          tile_n <= kMaxTileN && stages >= 2 && groups >= 1 && groups <= kMaxGroups && tiles % groups == 0 &&
          (tiles == 1 || tiles % 2 == 0) && tiles / groups * tile_n <= kMaxTileN;
 }

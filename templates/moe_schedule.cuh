@@ -79,6 +79,16 @@ struct RouteTables {
 __host__ __device__ constexpr int tile_class(int rows) {
   return rows <= 8 ? 0 : rows <= 16 ? 1 : rows <= 32 ? 2 : 3;
 }
+// Whether an atom's steps all cost the same: then the shares split the step
+// count by a formula, and no cost tables are built (contract::path_cost_weighted).
+template <class Costs>
+__host__ __device__ constexpr bool uniform_step_cost() {
+  for (int p = 0; p < 2; ++p)
+    for (int c = 0; c < 4; ++c)
+      if (Costs::kStepCost[p][c] != Costs::kStepCost[0][0]) return false;
+  return true;
+}
+
 // Costs::kStepCost[phase][class] (an atom's table), by a run-time class.
 template <class Costs, int kPhase>
 __device__ __forceinline__ int step_cost(int cls) {
@@ -150,6 +160,7 @@ __device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes
   RouteTables t{active, count, tile0, cost0, int(total >> 20), int(total & 0xFFFFFu)};
   if (threadIdx.x == 0) tile0[t.n_active] = t.tiles;
   __syncthreads();
+  if constexpr (uniform_step_cost<Costs>()) return t;
   // Each active expert's step cost per phase: its full token tiles and its last one.
   for (int a = threadIdx.x; a < t.n_active; a += kThreads) {
     const int n = tile0[a + 1] - tile0[a], full = tile_class(kTileN), last = tile_class(count[a] - (n - 1) * kTileN);
@@ -190,8 +201,9 @@ struct PhaseShape {
 
 // Walks the segments of one CTA's shares, phase 0 then phase 1, in order.
 // Every role of the CTA walks the same sequence.
-// The share boundaries live in the dynamic SMEM at kSharesAt (contract::ComputeSmemLayout::shares):
-// int [2][kGrid + 1]. Addressed from the constant offset, they hold no register across the loops.
+// With step costs that differ (kWeighted), the share boundaries live in the dynamic SMEM at kSharesAt
+// (contract::ComputeSmemLayout::shares): int [2][kGrid + 1], addressed from the constant offset so they
+// hold no register across the loops. With uniform costs, share(p, b) = W b / G.
 template <int kExperts, int kHidden, int kInter, int kGroups, int kTileN, int kGrid, class Costs, int kSharesAt>
 struct SegmentWalker {
   using Shape = PhaseShape<kHidden, kInter, kGroups>;
@@ -202,12 +214,14 @@ struct SegmentWalker {
 
   // The K128 steps of a phase and the first of CTA b's share: [share(b), share(b + 1)).
   __device__ long long work(int p) const { return (long long)t->tiles * Shape::mt(p) * Shape::kb(p); }
+  static constexpr bool kWeighted = !uniform_step_cost<Costs>();
   __device__ static int* shares() {
     extern __shared__ __align__(1024) u8 smem[];
     return reinterpret_cast<int*>(smem + kSharesAt);
   }
   // A 32-bit shared-window load: a generic pointer into SMEM would hold the window's 64-bit base in registers.
   __device__ long long share(int p, int block) const {
+    if constexpr (!kWeighted) return (unsigned long long)work(p) * block / kGrid;
     extern __shared__ __align__(1024) u8 smem[];
     int v;
     asm volatile("ld.shared.u32 %0, [%1];"
@@ -221,6 +235,7 @@ struct SegmentWalker {
   // accumulators live), they cost registers.
   template <int kThreads>
   __device__ static void fill_shares(const RouteTables& t) {
+    if constexpr (!kWeighted) return;
     for (int i = threadIdx.x; i < 2 * (kGrid + 1); i += kThreads) {
       const int block = i % (kGrid + 1);
       shares()[i] = int(i > kGrid ? share_of<1>(t, block) : share_of<0>(t, block));
