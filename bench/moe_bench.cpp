@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
              dev.sm_count, bw,
              codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
-  fmt::print("{:<13} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
+  fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
              "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs");
 
   if (shared_expert) {
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
         const double floor_us = touched * expert_bytes / (bw * 1e9) * 1e6;
         const double med = median(us);
         const codegen::MoeLaunchPlan plan = layer.plan(b);
-        fmt::print("{:<13} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{}\n",
+        fmt::print("{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{}\n",
                    m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f),
                    plan.tile_n, plan.stages, plan.compute.blocks_per_sm);
         std::fflush(stdout);

@@ -51,6 +51,18 @@ const char* role_name(const codegen::KernelSpec& spec) {
 }
 }  // namespace
 
+namespace {
+// InvalidInput naming `field` unless `ptr` is device memory with `bytes` bytes from it on (`what` they hold).
+void require_device_bytes(const char* field, const std::string& shown, CUdeviceptr ptr, std::uint64_t bytes,
+                          std::string_view what) {
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+  if (driver().cuMemGetAddressRange(&base, &size, ptr) != CUDA_SUCCESS || base + size - ptr < bytes)
+    throw InvalidInput(field, fmt::format("{} = 0x{:x} is invalid: it must be device memory holding the {} B of {}",
+                                          shown, ptr, bytes, what));
+}
+}  // namespace
+
 std::size_t MoeLayer::LaunchKeyHash::operator()(const LaunchKey& k) const noexcept {
   std::size_t h = std::hash<int>{}(k.tokens);
   for (CUdeviceptr p : {k.x_q, k.x_scales, k.x_bf16, k.topk_ids, k.topk_weights, k.y, k.workspace})
@@ -61,11 +73,22 @@ std::size_t MoeLayer::LaunchKeyHash::operator()(const LaunchKey& k) const noexce
 MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevice& weights,
                    const MoeLayerOptions& options)
     : MoeLayer(config, options, Setup{}) {
-  for (auto [name, ptr] : {std::pair{"w1", weights.w1}, {"s1", weights.s1}, {"w2", weights.w2}, {"s2", weights.s2}})
+  // With a fused shared expert the arrays hold E + 1 experts (the shared one last).
+  const std::uint64_t E = config_.weight_experts(), H = config_.hidden, I = config_.intermediate;
+  const std::string experts =
+      config_.shared_expert ? fmt::format("{} (E + 1: the shared expert last)", E) : std::to_string(E);
+  for (auto [name, ptr, bytes, shape] :
+       {std::tuple{"w1", weights.w1, E * 2 * I * H / 2, fmt::format("[{}][{}][{}] MXFP4 codes", experts, 2 * I, H / 2)},
+        std::tuple{"s1", weights.s1, E * 2 * I * H / 32,
+                   fmt::format("[{}][{}][{}] UE8M0 scales", experts, 2 * I, H / 32)},
+        std::tuple{"w2", weights.w2, E * H * I / 2, fmt::format("[{}][{}][{}] MXFP4 codes", experts, H, I / 2)},
+        std::tuple{"s2", weights.s2, E * H * I / 32, fmt::format("[{}][{}][{}] UE8M0 scales", experts, H, I / 32)}}) {
     if (ptr == 0 || ptr % 16 != 0)
       throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: must be a non-null 16-byte aligned "
                                            "device pointer",
                                            name, ptr));
+    require_device_bytes(name, fmt::format("weights.{}", name), ptr, bytes, shape);
+  }
   pack_weights(weights);
   adopt_biases(weights.b1, weights.b2);
   map_weights();
@@ -162,13 +185,7 @@ void MoeLayer::adopt_packed(const PackedWeightsDevice& packed) {
     if (ptr == 0 || ptr % 16 != 0)
       throw InvalidInput(
           name, fmt::format("{} = 0x{:x} is invalid: must be a non-null 16-byte aligned device pointer", name, ptr));
-    CUdeviceptr base = 0;
-    std::size_t size = 0;
-    const std::uint64_t need = packed_bytes(config_, which);
-    if (driver().cuMemGetAddressRange(&base, &size, ptr) != CUDA_SUCCESS || base + size - ptr < need)
-      throw InvalidInput(name, fmt::format("{} = 0x{:x} is invalid: it must be device memory holding the {} B of the "
-                                           "packed projection",
-                                           name, ptr, need));
+    require_device_bytes(name, name, ptr, packed_bytes(config_, which), "the packed projection");
   }
   w1_ptr_ = packed.w1;
   w2_ptr_ = packed.w2;
@@ -187,14 +204,8 @@ void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2) {
                                            name, ptr, E, name == std::string("b1") ? 2 * I : H));
   }
   if (!config_.biases) return;
-  for (auto [name, ptr, bytes] : {std::tuple{"b1", b1, E * 2 * I * 2}, std::tuple{"b2", b2, E * H * 2}}) {
-    CUdeviceptr base = 0;
-    std::size_t size = 0;
-    if (driver().cuMemGetAddressRange(&base, &size, ptr) != CUDA_SUCCESS || base + size - ptr < bytes)
-      throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: it must be device memory holding the {} "
-                                           "B of its BF16 biases",
-                                           name, ptr, bytes));
-  }
+  for (auto [name, ptr, bytes] : {std::tuple{"b1", b1, E * 2 * I * 2}, std::tuple{"b2", b2, E * H * 2}})
+    require_device_bytes(name, fmt::format("weights.{}", name), ptr, bytes, "its BF16 biases");
   // The kernels read FP32 (exact images of the BF16 values) at the padded extents: b1 as (gate, up) pairs per
   // intermediate column, b2 per output row; zero in the padding.
   std::vector<std::uint16_t> host1(E * 2 * I), host2(E * H);

@@ -215,8 +215,8 @@ MOEJIT_HD constexpr bool path_cost_weighted(int path) {
 // The compute role's dynamic shared memory. X tiles first (1024-byte aligned:
 // the 128B swizzle atom), then weight steps, staged scale words and route ids,
 // the barriers, the epilogue's amax exchange and the schedule tables. The
-// per-expert counts and step costs of the routing prologue alias the X tiles
-// (they are dead before the first stage is filled).
+// per-expert counts and then the step costs of the routing prologue alias the
+// X tiles (dead before the first stage is filled).
 struct ComputeSmemLayout {
   int x;        // [stages][tile_n * x_row_pitch]
   int x_small;  // [stages][tile_n * x_row_pitch]: GEMM1's small rows (path_split_rows), else empty
@@ -263,12 +263,15 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
   return l;
 }
 
-// Whether the prologue's counts and step costs fit in the X tiles they alias, and the shape is one the role
-// supports.
+// Whether the prologue's counts (and, path_cost_weighted, step costs) fit in the X tiles they alias (the small
+// rows' tiles follow the others without a gap: both are multiples of 1024 bytes), and the shape is one the
+// role supports.
 MOEJIT_HD constexpr bool compute_smem_valid(int path, int groups, int tiles, int tile_n, int stages, int experts) {
-  return 8LL * (experts + 1) <= (long long)stages * tile_n * x_row_pitch(path) && tile_n % 8 == 0 && tile_n >= 8 &&
-         tile_n <= kMaxTileN && stages >= 2 && groups >= 1 && groups <= kMaxGroups && tiles % groups == 0 &&
-         (tiles == 1 || tiles % 2 == 0) && tiles / groups * tile_n <= kMaxTileN;
+  const long long x_bytes = (long long)stages * tile_n * x_row_pitch(path) * (path_split_rows(path) ? 2 : 1);
+  const long long prologue_bytes = path_cost_weighted(path) ? 8LL * (experts + 1) : 4LL * experts;
+  return prologue_bytes <= x_bytes && tile_n % 8 == 0 && tile_n >= 8 && tile_n <= kMaxTileN && stages >= 2 &&
+         groups >= 1 && groups <= kMaxGroups && tiles % groups == 0 && (tiles == 1 || tiles % 2 == 0) &&
+         tiles / groups * tile_n <= kMaxTileN;
 }
 
 }  // namespace contract

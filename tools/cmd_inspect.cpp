@@ -243,6 +243,8 @@ int cmd_inspect(int argc, char** argv) {
     throw UsageError("give exactly one of --kernel NAME, --model M (with --batch, --role) or --ptx FILE");
   const codegen::Target target = target_of(args);
   if (args.has("model")) return inspect_spec(moe_spec(args, target), args);
+  for (const char* only_model : {"batch", "role", "shared-expert"})
+    if (args.has(only_model)) throw UsageError(fmt::format("--{} is for --model", only_model));
   if (auto name = args.get("kernel")) {
     for (const char* only_ptx : {"tensormap", "require", "entry"})
       if (args.has(only_ptx))

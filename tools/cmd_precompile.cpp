@@ -28,6 +28,13 @@ jit::PrecompileRequest parse_request(const Args& args) {
     r.config = builtin_model_flag(args, *name);
   } else if (auto file = args.get("config")) {
     r.config = codegen::load_moe_config(*file);
+    if (args.has("shared-expert") && !r.config->shared_expert)
+      throw UsageError(
+          fmt::format("--shared-expert: {} defines no shared expert; add \"shared_expert\": "
+                      "{{\"k_group\": 128}} to it",
+                      excerpt(*file)));
+  } else if (args.has("shared-expert")) {
+    throw UsageError("--shared-expert needs --model or --config");
   }
   if (r.config)
     r.config->ranks = static_cast<int>(args.get_int("ranks", r.config->ranks, 1, 32));

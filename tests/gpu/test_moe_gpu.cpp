@@ -273,3 +273,16 @@ TEST_CASE("GLM5.2 and DSV4.1-Flash with the fused shared expert, both recipes") 
   }
   CHECK(failures == 0);
 }
+
+TEST_CASE("checkpoint arrays of E experts are refused by a layer with a shared expert, naming the array") {
+  runtime::ScopedContext ctx(0);
+  codegen::MoeConfig config = gpu_test::small_config("custom", 8, 2, 512, 256);
+  const oracle::RandomWeights routed_only = oracle::random_weights(oracle::problem_of(config), gpu_test::seed());
+  config.shared_expert = codegen::SharedExpert{128};
+  // E + 1 = 9 experts' bytes are needed; 8 are there. Refused before the weight transform reads past them.
+  CHECK_THROWS_WITH_AS(runtime::MoeLayer(config, routed_only.device(), {}), doctest::Contains("weights.w1 = 0x"),
+                       runtime::InvalidInput);
+  CHECK_THROWS_WITH_AS(runtime::MoeLayer(config, routed_only.device(), {}),
+                       doctest::Contains("B of [9 (E + 1: the shared expert last)][512][256] MXFP4 codes"),
+                       runtime::InvalidInput);
+}

@@ -148,6 +148,21 @@ TEST_CASE("the fused shared expert is expert E of the weights and one more route
         codegen::plan_launch(plain, 8, h200, {}).compute.smem_bytes);
 }
 
+TEST_CASE("the routing prologue's tables fit 2048 experts at tile_n 8 on both sm_90a paths") {
+  // The counts (4 B an expert) and, on the fast path, then the step costs (8 B an expert) alias the X tiles.
+  codegen::MoeConfig c = codegen::builtin_model("glm5.2");
+  c.experts = 2048;
+  c.shared_expert = codegen::SharedExpert{128};
+  for (codegen::ComputePath path : {codegen::ComputePath::fast, codegen::ComputePath::exact}) {
+    codegen::MoeCodegenOptions o;
+    o.path = path;
+    o.tile_n = 8;
+    const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, 8, codegen::builtin_profile("h200"), o);
+    CHECK(plan.stages >= 2);
+    CHECK(contract::compute_smem_valid(plan.contract_path, plan.groups, plan.tiles, plan.tile_n, plan.stages, 2049));
+  }
+}
+
 TEST_CASE("every role and transform of each atom compiles and assembles, and the sm_120a atom keeps its MMA") {
   for (const Variant& v : variants()) {
     CAPTURE(v.profile.name);

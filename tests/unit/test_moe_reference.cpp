@@ -12,15 +12,19 @@
 
 using namespace moejit;
 
+namespace {
+std::vector<float> gaussian_values(std::mt19937& rng, std::size_t n, float sigma) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = sigma * normal(rng);
+  return v;
+}
+}  // namespace
+
 TEST_CASE("quantized reference vs dense reference on Gaussian weights") {
   const reference::MoeProblem p{4, 2, 512, 256, 10.0f};
   std::mt19937 rng(std::random_device{}());
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto gaussian = [&](std::size_t n, float sigma) {
-    std::vector<float> v(n);
-    for (float& x : v) x = sigma * normal(rng);
-    return v;
-  };
+  auto gaussian = [&](std::size_t n, float sigma) { return gaussian_values(rng, n, sigma); };
   const std::vector<float> w1 = gaussian(std::size_t(p.experts) * 2 * p.intermediate * p.hidden, 0.03f);
   const std::vector<float> w2 = gaussian(std::size_t(p.experts) * p.hidden * p.intermediate, 0.03f);
   const mx::MxMatrix q1 = mx::quantize_mxfp4(w1, p.experts * 2 * p.intermediate, p.hidden);
@@ -249,12 +253,7 @@ TEST_CASE("fused shared expert: one more slot of weight 1 on expert E, added aft
   reference::MoeProblem p{4, 2, 512, 256, 10.0f};
   p.shared_expert = true;
   std::mt19937 rng(std::random_device{}());
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto gaussian = [&](std::size_t n, float sigma) {
-    std::vector<float> v(n);
-    for (float& x : v) x = sigma * normal(rng);
-    return v;
-  };
+  auto gaussian = [&](std::size_t n, float sigma) { return gaussian_values(rng, n, sigma); };
   const int E = p.experts + 1, H = p.hidden, I = p.intermediate;  // the weights hold the shared expert last
   const mx::MxMatrix q1 = mx::quantize_mxfp4(gaussian(std::size_t(E) * 2 * I * H, 0.03f), E * 2 * I, H);
   const mx::MxMatrix q2 = mx::quantize_mxfp4(gaussian(std::size_t(E) * H * I, 0.03f), E * H, I);
