@@ -10,6 +10,10 @@ find_library(MOEJIT_NVRTC_LIBRARY nvrtc HINTS ${MOEJIT_CUDA_ROOT}/lib64 REQUIRED
 find_library(MOEJIT_NVJITLINK_LIBRARY nvJitLink HINTS ${MOEJIT_CUDA_ROOT}/lib64 REQUIRED)
 get_filename_component(MOEJIT_CUDA_LIBDIR ${MOEJIT_NVRTC_LIBRARY} DIRECTORY)
 
+# nvcc builds the one kernel NVRTC cannot (NCCL's device header): runtime/nccl/peer_table.cu.
+find_program(MOEJIT_NVCC nvcc HINTS ${MOEJIT_CUDA_ROOT}/bin REQUIRED)
+find_path(MOEJIT_NCCL_INCLUDE_DIR nccl.h nccl_device.h HINTS ${MOEJIT_CUDA_ROOT}/include REQUIRED)
+
 add_library(moejit_cuda_headers INTERFACE)
 target_include_directories(moejit_cuda_headers SYSTEM INTERFACE ${MOEJIT_CUDA_INCLUDE_DIR})
 

@@ -1,0 +1,47 @@
+// The NCCL path of expert parallelism without a GPU: the peer-table kernel was
+// built with nvcc for every target and is embedded; libnccl.so.2 loads and
+// has every entry point moejit uses, at the major.minor the kernel was built
+// against; bad calls are refused before any launch.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "runtime/nccl/nccl_peers.hpp"
+
+using namespace moejit;
+
+TEST_CASE("the peer-table kernel is a cubin for each target, built with nvcc with moejit") {
+  for (const char* target : {"sm_90a", "sm_100a", "sm_120a"}) {
+    CAPTURE(target);
+    const std::span<const std::uint8_t> cubin = runtime::peer_table_cubin(target);
+    REQUIRE(cubin.size() > 64);
+    CHECK(std::string_view(reinterpret_cast<const char*>(cubin.data()), 4) ==
+          "\x7f"
+          "ELF");
+    const std::string_view bytes(reinterpret_cast<const char*>(cubin.data()), cubin.size());
+    CHECK(bytes.find(runtime::k_peer_table_entry) != std::string_view::npos);
+  }
+  CHECK(runtime::peer_table_cubin("sm_80").empty());
+  CHECK(runtime::peer_table_cubin("sm_90a").data() != runtime::peer_table_cubin("sm_120a").data());
+}
+
+TEST_CASE("libnccl.so.2 loads with every entry point moejit uses, at the NCCL it was built against") {
+  std::string why;
+  const runtime::NcclApi* nccl = runtime::try_nccl(&why);
+  REQUIRE_MESSAGE(nccl, why);
+#define MOEJIT_NCCL_CHECK(name) CHECK(static_cast<bool>(nccl->name));
+  MOEJIT_NCCL_FUNCTIONS(MOEJIT_NCCL_CHECK)
+#undef MOEJIT_NCCL_CHECK
+  CHECK(nccl->version / 100 == runtime::k_nccl_built_version / 100);
+  CHECK(std::string(nccl->ncclGetErrorString(ncclInvalidArgument)).size() > 0);
+  MESSAGE("NCCL " << nccl->version << " (built against " << runtime::k_nccl_built_version << ")");
+}
+
+TEST_CASE("fill_peer_table refuses an unknown target and a peer count out of range before any launch") {
+  CHECK_THROWS_WITH_AS(runtime::fill_peer_table("sm_80", nullptr, 2, 0, nullptr),
+                       doctest::Contains("no peer-table kernel for sm_80"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(runtime::fill_peer_table("sm_90a", nullptr, 0, 0, nullptr),
+                       doctest::Contains("peers = 0 is outside [1, 1024]"), std::invalid_argument);
+}
