@@ -566,7 +566,7 @@ struct ComputeRole {
       fence_barrier_init();
       s_scratch[63] = ws.header->epoch + 1;  // this forward's tag
     }
-    const RouteTables tables = route_tables<kSlots, kShared, kTileN, kThreads, kGrid, Atom>(
+    const RouteTables tables = route_tables<kSlots, kShared, kTileN, kThreads, Atom>(
         p.topk_ids, int(p.tokens) * kTopK, int(p.tokens), reinterpret_cast<unsigned*>(smem + kSmem.counts),
         reinterpret_cast<unsigned*>(s_scratch), reinterpret_cast<int*>(smem + kSmem.active),
         reinterpret_cast<int*>(smem + kSmem.count), reinterpret_cast<int*>(smem + kSmem.tile0),

@@ -115,7 +115,7 @@ __device__ __forceinline__ unsigned steps_of_cost(unsigned x, int cls) {
 // the `tokens` tokens reaches. `counts` is [kExperts] scratch (it may alias
 // buffers that are dead until the pipeline starts); the tables are filled in
 // place. An id outside [0, E) is not routed (finalize poisons its token).
-template <int kExperts, int kShared, int kTileN, int kThreads, int kGrid, class Costs>
+template <int kExperts, int kShared, int kTileN, int kThreads, class Costs>
 __device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes, int tokens, unsigned* counts,
                                     unsigned* s_scratch, int* active, int* count, int* tile0, int* cost0) {
   constexpr int kRouted = kExperts - kShared;
@@ -219,7 +219,8 @@ struct SegmentWalker {
     extern __shared__ __align__(1024) u8 smem[];
     return reinterpret_cast<int*>(smem + kSharesAt);
   }
-  // A 32-bit shared-window load: a generic pointer into SMEM would hold the window's 64-bit base in registers.
+  // An ld.shared by the table's 32-bit window address: it reads SMEM whatever address space the compiler
+  // would infer for a generic pointer. (Register use measured the same as through shares().)
   __device__ long long share(int p, int block) const {
     if constexpr (!kWeighted) return (unsigned long long)work(p) * block / kGrid;
     extern __shared__ __align__(1024) u8 smem[];
