@@ -54,60 +54,67 @@ __device__ __forceinline__ void fence_operands(u32 (&a)[4][4]) {
 }
 
 // Shared-memory matrix descriptor of a K-major, 128B-swizzled operand whose
-// 8-row groups are 1024 bytes apart.
-__device__ __forceinline__ u64 sw128_desc(u32 smem_byte_addr) {
-  return u64((smem_byte_addr & 0x3FFFFu) >> 4) | (u64(1) << 16) | (u64(1024 >> 4) << 32) | (u64(1) << 62);
+// 8-row groups are 1024 bytes apart, as its two words. The high word (the
+// 1024-byte stride, the swizzle mode) is the same for every operand here, and
+// a start address moves only the low word's 14-bit address field (shared
+// memory is under 256 KiB, so it never carries): the loops add 32-bit offsets
+// to the low word, and the wgmma pairs it with the constant, instead of
+// 64-bit adds and two uniform-register moves per wgmma.
+constexpr u32 kSw128DescHi = (1024 >> 4) | (1u << 30);
+__device__ __forceinline__ u32 sw128_desc_lo(u32 smem_byte_addr) {
+  return ((smem_byte_addr & 0x3FFFFu) >> 4) | (1u << 16);
 }
 
-// D (64 x N, FP32, overwritten: scale-d = 0) = A (64 x 32 E4M3, registers) * B (N x 32 E4M3, SMEM).
+// D (64 x N, FP32, overwritten: scale-d = 0) = A (64 x 32 E4M3, registers) * B (N x 32 E4M3, SMEM at the
+// descriptor whose low word is desc_lo).
 template <int N>
 struct Wgmma;
 template <>
 struct Wgmma<8> {
-  __device__ static void issue(float (&d)[4], const u32 (&a)[4], u64 desc) {
+  __device__ static void issue(float (&d)[4], const u32 (&a)[4], u32 desc_lo) {
     asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %9, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
+        "{\n .reg .pred p;\n .reg .b64 d;\n setp.ne.b32 p, %10, 0;\n mov.b64 d, {%8, %9};\n"
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, {%4, %5, %6, %7}, d, p, 1, 1;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kSw128DescHi), "n"(0));
   }
 };
 template <>
 struct Wgmma<16> {
-  __device__ static void issue(float (&d)[8], const u32 (&a)[4], u64 desc) {
+  __device__ static void issue(float (&d)[8], const u32 (&a)[4], u32 desc_lo) {
     asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %13, 0;\n"
+        "{\n .reg .pred p;\n .reg .b64 d;\n setp.ne.b32 p, %14, 0;\n mov.b64 d, {%12, %13};\n"
         "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, "
-        "{%8, %9, %10, %11}, %12, p, 1, 1;\n}\n"
+        "{%8, %9, %10, %11}, d, p, 1, 1;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kSw128DescHi), "n"(0));
   }
 };
 template <>
 struct Wgmma<32> {
-  __device__ static void issue(float (&d)[16], const u32 (&a)[4], u64 desc) {
+  __device__ static void issue(float (&d)[16], const u32 (&a)[4], u32 desc_lo) {
     asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %21, 0;\n"
+        "{\n .reg .pred p;\n .reg .b64 d;\n setp.ne.b32 p, %22, 0;\n mov.b64 d, {%20, %21};\n"
         "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-        "%12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+        "%12, %13, %14, %15}, {%16, %17, %18, %19}, d, p, 1, 1;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
           "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kSw128DescHi), "n"(0));
   }
 };
 template <>
 struct Wgmma<64> {
-  __device__ static void issue(float (&d)[32], const u32 (&a)[4], u64 desc) {
+  __device__ static void issue(float (&d)[32], const u32 (&a)[4], u32 desc_lo) {
     asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %37, 0;\n"
+        "{\n .reg .pred p;\n .reg .b64 d;\n setp.ne.b32 p, %38, 0;\n mov.b64 d, {%36, %37};\n"
         "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
         "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-        "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+        "{%32, %33, %34, %35}, d, p, 1, 1;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
           "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
           "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
           "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kSw128DescHi), "n"(0));
   }
 };
 
@@ -205,7 +212,7 @@ struct AtomSm90Fp8 {
 #pragma unroll
         for (int i = 0; i < N / 2; ++i) part[u][j][i] = 0.0f;
     // The descriptors of stage s differ from stage 0's in the start address only.
-    const u64 desc0 = sw128_desc(smem_addr(ring.x_tile(0)));
+    const u32 desc0 = sw128_desc_lo(smem_addr(ring.x_tile(0)));
     int s = next_stage(ring, cur, true);
     op.load(ring, s);
     for (int k = 0; k < steps; ++k) {
@@ -215,7 +222,7 @@ struct AtomSm90Fp8 {
       fence_proxy_async_shared();
 #pragma unroll
       for (int u = 0; u < T; ++u) fence_operands(a[u]);
-      const u64 desc = desc0 + u64(s * (Ring::kXTileBytes >> 4));
+      const u32 desc = desc0 + u32(s * (Ring::kXStageBytes >> 4));
       wgmma_fence();
 #pragma unroll
       for (int u = 0; u < T; ++u)
@@ -248,24 +255,25 @@ struct AtomSm90Fp8 {
   }
 
   // mainloop for GEMM1 on split rows (contract::path_split_rows): each K32
-  // block is two wgmmas on the same weight fragment, one per activation row
-  // (large elements, small elements), into separate partial sums that are
-  // added in FP32 before the scale. A step runs as two halves of two K32
-  // blocks (issue, wait, scale in), so the two partial sets take the
-  // registers of mainloop's one.
+  // block is one wgmma of 2N columns on the weight fragment, the segment's
+  // large rows then its small rows (staged N rows apart:
+  // contract::x_stage_bytes), so the two partial sums of a column stay
+  // separate until they are added in FP32 before the scale. A step runs as two
+  // halves of two K32 blocks (issue, wait, scale in), so the 2N-column
+  // partials take the registers of mainloop's N-column ones.
   template <int N, int T, class Ring, class Cursor>
   __device__ static void mainloop_split(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
     steps = warp_uniform(steps);
     const int lane = threadIdx.x % 32;
-    float large[T][2][N / 2], small[T][2][N / 2];
+    float part[T][2][N];  // [tile][K32 block of the half][large columns' N/2, then small columns' N/2]
     StepOperands<N, T> op;
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
-        for (int i = 0; i < N / 2; ++i) large[u][j][i] = small[u][j][i] = 0.0f;
-    const u64 desc0 = sw128_desc(smem_addr(ring.x_tile(0))), desc0_small = sw128_desc(smem_addr(ring.x_small_tile(0)));
+        for (int i = 0; i < N; ++i) part[u][j][i] = 0.0f;
+    const u32 desc0 = sw128_desc_lo(smem_addr(ring.x_tile(0)));
     int s = next_stage(ring, cur, true);
     op.load(ring, s);
     for (int k = 0; k < steps; ++k) {
@@ -274,23 +282,22 @@ struct AtomSm90Fp8 {
       fence_proxy_async_shared();
 #pragma unroll
       for (int u = 0; u < T; ++u) fence_operands(a[u]);
-      const u64 stage_offset = u64(s * (Ring::kXTileBytes >> 4));
-      const u64 desc = desc0 + stage_offset, desc_small = desc0_small + stage_offset;
+      const u32 desc = desc0 + u32(s * (Ring::kXStageBytes >> 4));
       const StepScales<N, T> now = op.scales;
       const int s_now = s;
 
-      issue_split_half<N, T, 0>(large, small, a, desc, desc_small);
+      issue_split_half<N, T, 0>(part, a, desc);
       wgmma_wait<0>();
-      scale_split_half<N, T, 0>(acc, large, small, now);
+      scale_split_half<N, T, 0>(acc, part, now);
 
-      issue_split_half<N, T, 1>(large, small, a, desc, desc_small);
+      issue_split_half<N, T, 1>(part, a, desc);
       constexpr bool kPrefetch = N * T <= 16;  // as in mainloop
       s = next_stage(ring, cur, k + 1 < steps);
       if constexpr (kPrefetch) op.load(ring, s);
       wgmma_wait<0>();
       release_stage(ring, s_now, lane);
       if constexpr (!kPrefetch) op.load(ring, s);
-      scale_split_half<N, T, 1>(acc, large, small, now);
+      scale_split_half<N, T, 1>(acc, part, now);
     }
   }
 
@@ -310,37 +317,34 @@ struct AtomSm90Fp8 {
       }
   }
 
-  // K32 blocks 2H and 2H + 1 of the step, on both rows.
+  // K32 blocks 2H and 2H + 1 of the step, on the large and the small rows at once.
   template <int N, int T, int H>
-  __device__ static void issue_split_half(float (&large)[T][2][N / 2], float (&small)[T][2][N / 2],
-                                          const u32 (&a)[T][4][4], u64 desc, u64 desc_small) {
+  __device__ static void issue_split_half(float (&part)[T][2][N], const u32 (&a)[T][4][4], u32 desc) {
     wgmma_fence();
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        Wgmma<N>::issue(large[u][j], a[u][2 * H + j], desc + 2 * (2 * H + j));
-        Wgmma<N>::issue(small[u][j], a[u][2 * H + j], desc_small + 2 * (2 * H + j));
-      }
+      for (int j = 0; j < 2; ++j) Wgmma<2 * N>::issue(part[u][j], a[u][2 * H + j], desc + 2 * (2 * H + j));
     wgmma_commit();
   }
 
+  // A lane's accumulator of 2N columns holds its large columns' N/2 values, then the small columns' (the wgmma
+  // D fragment: value i is column 8 (i / 4) + 2t + i % 2).
   template <int N, int T, int H>
-  __device__ static void scale_split_half(float (&acc)[T][N / 2], float (&large)[T][2][N / 2],
-                                          float (&small)[T][2][N / 2], const StepScales<N, T>& now) {
+  __device__ static void scale_split_half(float (&acc)[T][N / 2], float (&part)[T][2][N], const StepScales<N, T>& now) {
+    float sum[T][2][N / 2];
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        fence_operands(large[u][j]);
-        fence_operands(small[u][j]);
+        fence_operands(part[u][j]);
 #pragma unroll
-        for (int i = 0; i < N / 2; ++i) large[u][j][i] += small[u][j][i];
+        for (int i = 0; i < N / 2; ++i) sum[u][j][i] = part[u][j][i] + part[u][j][N / 2 + i];
       }
 #pragma unroll
     for (int u = 0; u < T; ++u) {
-      promote<N, 2 * H>(acc[u], large[u][0], now.w[u], now.x);
-      promote<N, 2 * H + 1>(acc[u], large[u][1], now.w[u], now.x);
+      promote<N, 2 * H>(acc[u], sum[u][0], now.w[u], now.x);
+      promote<N, 2 * H + 1>(acc[u], sum[u][1], now.w[u], now.x);
     }
   }
 

@@ -257,7 +257,7 @@ struct ComputeRole {
           // The small elements' rows sit kSmallRows after the large ones: split rows are always the dispatch
           // role's (the planner runs it), so x_rows is the workspace's x_q.
           constexpr long long kSmallRows = kWs.x_small - kWs.x_q;
-          const u32 small_tile = smem_addr(ring.x_small_tile(s));
+          const u32 small_tile = smem_addr(ring.x_small_tile(s, contract::segment_columns(sg.rows, kTileN)));
 #pragma unroll
           for (int q = 0; q < kPasses; ++q) {
             if (q * kColsPerPass >= sg.rows) break;
@@ -296,12 +296,13 @@ struct ComputeRole {
     StageCursor<kStages> cur;
     Segment sg;
     while (walker.next(sg)) {
-      const int rows = warp_uniform(sg.rows);
-      if (rows <= 8)
+      // The activation producer stages the small rows by the same width (contract::segment_columns).
+      const int n = contract::segment_columns(warp_uniform(sg.rows), kTileN);
+      if (n == 8)
         segment<8>(p, ring, cur, walker, sg, ws, s_amax, tag);
-      else if (kTileN >= 16 && rows <= 16)
+      else if (n == 16)
         segment<(kTileN >= 16 ? 16 : 8)>(p, ring, cur, walker, sg, ws, s_amax, tag);
-      else if (kTileN >= 32 && rows <= 32)
+      else if (n == 32)
         segment<(kTileN >= 32 ? 32 : 8)>(p, ring, cur, walker, sg, ws, s_amax, tag);
       else
         segment<(kTileN >= 64 ? 64 : 8)>(p, ring, cur, walker, sg, ws, s_amax, tag);
@@ -548,7 +549,6 @@ struct ComputeRole {
     // The 128B swizzle atom needs 1024-byte aligned X tiles, and the schedule the planned grid.
     if (threadIdx.x == 0 && ((smem_addr(smem) & 1023u) != 0 || gridDim.x != kGrid)) __trap();
     const Ring ring{smem + kSmem.x,
-                    smem + kSmem.x_small,
                     smem + kSmem.w,
                     reinterpret_cast<u32*>(smem + kSmem.xs),
                     reinterpret_cast<int*>(smem + kSmem.route),

@@ -32,8 +32,8 @@ MOEJIT_HD constexpr bool path_fp8_rows(int path) {
 }
 
 // Whether GEMM1 reads each activation row as two E4M3 rows, its large and its
-// small elements (every byte is in exactly one; the other holds +0), summed by
-// two wgmmas into separate K32 partials. Hopper's FP8 tensor core aligns a K32
+// small elements (every byte is in exactly one; the other holds +0), summed
+// into separate K32 partials (one wgmma over both: contract::x_stage_bytes). Hopper's FP8 tensor core aligns a K32
 // block's products to the largest and keeps about 13 fractional bits: a
 // product ~7 octaves below the largest loses bits, and GEMM1's error flips
 // MXFP8 requantization choices of the handoff (docs/numerics.md). With the
@@ -212,14 +212,27 @@ MOEJIT_HD constexpr bool path_cost_weighted(int path) {
   return path == kPathSm90Fp8;
 }
 
+// The activation bytes of one stage: tile_n rows of x_row_pitch, twice on split rows. A segment of n token
+// columns (n = segment_columns(rows, tile_n)) stages its rows first and, on split rows, its small rows right
+// after them, at n * x_row_pitch: n * 128 bytes is a multiple of 1024 on the fast path, so both keep the
+// 128B swizzle's alignment and read as one K-major wgmma operand of 2n rows (8-row groups 1024 bytes apart).
+MOEJIT_HD constexpr int x_stage_bytes(int path, int tile_n) {
+  return tile_n * x_row_pitch(path) * (path_split_rows(path) ? 2 : 1);
+}
+// The token columns a consumer computes for a segment of `rows` (1..tile_n) rows: the narrowest of the MMA
+// widths 8, 16, 32, 64 that holds them, never more than tile_n.
+MOEJIT_HD constexpr int segment_columns(int rows, int tile_n) {
+  const int n = rows <= 8 ? 8 : rows <= 16 ? 16 : rows <= 32 ? 32 : 64;
+  return n < tile_n ? n : tile_n;
+}
+
 // The compute role's dynamic shared memory. X tiles first (1024-byte aligned:
 // the 128B swizzle atom), then weight steps, staged scale words and route ids,
 // the barriers, the epilogue's amax exchange and the schedule tables. The
 // per-expert counts and then the step costs of the routing prologue alias the
 // X tiles (dead before the first stage is filled).
 struct ComputeSmemLayout {
-  int x;        // [stages][tile_n * x_row_pitch]
-  int x_small;  // [stages][tile_n * x_row_pitch]: GEMM1's small rows (path_split_rows), else empty
+  int x;        // [stages][x_stage_bytes]: a segment's rows, then (path_split_rows) its small rows
   int w;        // [stages][tiles * kWeightStepBytes]
   int xs;       // [stages][tile_n] 16-byte scale records: word 0 is the column's UE8M0 scale word
   int route;    // int [stages][tile_n]: the route of each token column
@@ -242,8 +255,7 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
                                                           int grid) {
   ComputeSmemLayout l{};
   int at = 0;
-  l.x = at, at += (int)align_up((long long)stages * tile_n * x_row_pitch(path), 1024);
-  l.x_small = at, at += path_split_rows(path) ? (int)align_up((long long)stages * tile_n * x_row_pitch(path), 1024) : 0;
+  l.x = at, at += (int)align_up((long long)stages * x_stage_bytes(path, tile_n), 1024);
   l.w = at, at += stages * tiles * kWeightStepBytes;
   l.xs = at, at += kScaleRecordBytes * stages * tile_n;
   l.route = at, at += 4 * stages * tile_n;
@@ -263,11 +275,10 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
   return l;
 }
 
-// Whether the prologue's counts (and, path_cost_weighted, step costs) fit in the X tiles they alias (the small
-// rows' tiles follow the others without a gap: both are multiples of 1024 bytes), and the shape is one the
-// role supports.
+// Whether the prologue's counts (and, path_cost_weighted, step costs) fit in the X tiles they alias, and the
+// shape is one the role supports.
 MOEJIT_HD constexpr bool compute_smem_valid(int path, int groups, int tiles, int tile_n, int stages, int experts) {
-  const long long x_bytes = (long long)stages * tile_n * x_row_pitch(path) * (path_split_rows(path) ? 2 : 1);
+  const long long x_bytes = (long long)stages * x_stage_bytes(path, tile_n);
   const long long prologue_bytes = path_cost_weighted(path) ? 8LL * (experts + 1) : 4LL * experts;
   return prologue_bytes <= x_bytes && tile_n % 8 == 0 && tile_n >= 8 && tile_n <= kMaxTileN && stages >= 2 &&
          groups >= 1 && groups <= kMaxGroups && tiles % groups == 0 && (tiles == 1 || tiles % 2 == 0) &&

@@ -14,18 +14,19 @@ namespace moejit {
 template <int kPath, int kTiles, int kTileN, int kStages>
 struct StageRing {
   static constexpr int kXTileBytes = kTileN * contract::x_row_pitch(kPath);
+  static constexpr int kXStageBytes = contract::x_stage_bytes(kPath, kTileN);
   static constexpr int kWBytes = kTiles * contract::kWeightStepBytes;
-  u8* x;        // [kStages][kXTileBytes]
-  u8* x_small;  // [kStages][kXTileBytes]: GEMM1's small rows (contract::path_split_rows), else unused
-  u8* w;        // [kStages][kTiles][kWeightStepBytes]
-  u32* xs;      // [kStages][kTileN] scale records (contract::kScaleRecordBytes)
-  int* route;   // [kStages][kTileN]
+  u8* x;       // [kStages][kXStageBytes]: each stage's X tile
+  u8* w;       // [kStages][kTiles][kWeightStepBytes]
+  u32* xs;     // [kStages][kTileN] scale records (contract::kScaleRecordBytes)
+  int* route;  // [kStages][kTileN]
   u64* full_w;
   u64* full_x;
   u64* empty;
 
-  __device__ u8* x_tile(int s) const { return x + s * kXTileBytes; }
-  __device__ u8* x_small_tile(int s) const { return x_small + s * kXTileBytes; }
+  __device__ u8* x_tile(int s) const { return x + s * kXStageBytes; }
+  // GEMM1's small rows of a segment of n token columns (contract::path_split_rows, contract::x_stage_bytes).
+  __device__ u8* x_small_tile(int s, int n) const { return x_tile(s) + n * contract::x_row_pitch(kPath); }
   // The weight step of 64-row tile `tile` of the item in stage s.
   __device__ const u8* w_step(int s, int tile) const { return w + s * kWBytes + tile * contract::kWeightStepBytes; }
   __device__ const u32* w_scales(int s, int tile) const {

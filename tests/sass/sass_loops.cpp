@@ -88,6 +88,8 @@ std::vector<LoopMix> mma_loops(std::string_view sass) {
       ++mix.instructions;
       if (starts_with_any(op, {"QGMMA", "HGMMA", "HMMA"})) {
         if (!mix.mma++) mix.first_mma = t;
+      } else if (starts_with_any(op, {"WARPGROUP.DEPBAR"})) {
+        ++mix.mma_waits;
       } else if (starts_with_any(op, {"IMAD"})) {
         ++mix.imad;
       } else if (starts_with_any(op, {"FMUL", "FFMA", "FADD"})) {
