@@ -16,14 +16,16 @@
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
 #
 # Every step runs even when one before it failed. What comes back from $OUT:
-# summary.txt (a line per step: status, seconds, log) and logs.tar.gz (the
-# logs, each headed by date, commit, device and command).
+# summary.txt (a line per step: status, seconds, log) and logs/ (the logs,
+# each headed by date, commit, device and command), written as the steps run,
+# so a call the device's time limit cuts short still returns what it did.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?OUT must name the folder whose files come back}
 DIST=${DIST:-dist}
 case $DIST in /*) ;; *) DIST="$PWD/$DIST" ;; esac
-LOGS=$(mktemp -d)
+LOGS="$OUT/logs"
+mkdir -p "$LOGS"
 export MOEJIT_CACHE_DIR=${MOEJIT_CACHE_DIR:-/tmp/moejit-cache}
 export PATH="$DIST/bin:$PATH"
 COMMIT=$(cat "$DIST/COMMIT" 2>/dev/null || echo unknown)
@@ -87,4 +89,3 @@ for step in "${steps[@]}"; do
     *) echo "unknown step '$step' (tests memcheck plan bench python)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
-tar -czf "$OUT/logs.tar.gz" -C "$LOGS" .
