@@ -17,7 +17,7 @@ struct alignas(64) TensorMapBlob {
 static_assert(sizeof(TensorMapBlob) == sizeof(CUtensorMap));
 
 // Packed weight step blobs (templates/moe_contract.cuh) viewed as `rows` rows
-// of 64 bytes; one box is `box_rows` rows (contract::weight_box_rows: the
+// of contract::kWeightMapRowBytes; one box is `box_rows` rows (contract::weight_box_rows: the
 // adjacent steps a compute item loads per K128 block).
 TensorMapBlob encode_weight_tile_map(CUdeviceptr payload, std::uint64_t rows, std::uint32_t box_rows);
 
