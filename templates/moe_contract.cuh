@@ -33,12 +33,13 @@ MOEJIT_HD constexpr bool path_fp8_rows(int path) {
 
 // Whether GEMM1 reads each activation row as two E4M3 rows, its large and its
 // small elements (every byte is in exactly one; the other holds +0), summed
-// into separate K32 partials (one wgmma over both: contract::x_stage_bytes). Hopper's FP8 tensor core aligns a K32
-// block's products to the largest and keeps about 13 fractional bits: a
-// product ~7 octaves below the largest loses bits, and GEMM1's error flips
-// MXFP8 requantization choices of the handoff (docs/numerics.md). With the
-// split, every product of the large row is exact and the small row's error is
-// relative to its own, 2^kSplitOctaves smaller, maximum.
+// into separate K32 partials (one wgmma reads both: x_stage_bytes). Hopper's
+// FP8 tensor core aligns a K32 block's products to the largest and keeps about
+// 13 fractional bits: a product ~7 octaves below the largest loses bits, and
+// GEMM1's error flips MXFP8 requantization choices of the handoff
+// (docs/numerics.md). With the split, every product of the large row is exact
+// and the small row's error is relative to its own, 2^kSplitOctaves smaller,
+// maximum.
 MOEJIT_HD constexpr bool path_split_rows(int path) {
   return path == kPathSm90Fp8;
 }

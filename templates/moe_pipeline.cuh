@@ -13,7 +13,6 @@ namespace moejit {
 
 template <int kPath, int kTiles, int kTileN, int kStages>
 struct StageRing {
-  static constexpr int kXTileBytes = kTileN * contract::x_row_pitch(kPath);
   static constexpr int kXStageBytes = contract::x_stage_bytes(kPath, kTileN);
   static constexpr int kWBytes = kTiles * contract::kWeightStepBytes;
   u8* x;       // [kStages][kXStageBytes]: each stage's X tile
