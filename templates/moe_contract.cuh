@@ -220,10 +220,14 @@ MOEJIT_HD constexpr bool path_cost_weighted(int path) {
 MOEJIT_HD constexpr int x_stage_bytes(int path, int tile_n) {
   return tile_n * x_row_pitch(path) * (path_split_rows(path) ? 2 : 1);
 }
-// The token columns a consumer computes for a segment of `rows` (1..tile_n) rows: the narrowest of the MMA
-// widths 8, 16, 32, 64 that holds them, never more than tile_n.
+// The width class c of a segment of `rows` token columns: its MMA width 8 << c (8, 16, 32, 64) is the
+// narrowest that holds them. It also indexes an atom's step costs (moe_schedule.cuh).
+MOEJIT_HD constexpr int tile_class(int rows) {
+  return rows <= 8 ? 0 : rows <= 16 ? 1 : rows <= 32 ? 2 : 3;
+}
+// The token columns a consumer computes for a segment of `rows` (1..tile_n) rows, never more than tile_n.
 MOEJIT_HD constexpr int segment_columns(int rows, int tile_n) {
-  const int n = rows <= 8 ? 8 : rows <= 16 ? 16 : rows <= 32 ? 32 : 64;
+  const int n = 8 << tile_class(rows);
   return n < tile_n ? n : tile_n;
 }
 

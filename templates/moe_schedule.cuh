@@ -9,7 +9,7 @@
 //     gate/up rows, K = H), phase 1 GEMM2 (token tile x 64 * kGroups rows of
 //     H, K = I). A phase's K128 steps form one list, item-major, and each
 //     step has a cost: the atom's issue cost of a step with that token
-//     tile's width (Costs::kStepCost, by tile_class). CTA b takes the
+//     tile's width (Costs::kStepCost, by contract::tile_class). CTA b takes the
 //     contiguous run of steps whose cost prefix starts in [b C / G,
 //     (b + 1) C / G) of each phase (C the phase's cost), so every CTA issues
 //     the same work (a balanced "stream-K" split): counting steps alone
@@ -74,11 +74,6 @@ struct RouteTables {
   int tiles;  // token tiles over all active experts
 };
 
-// The token-tile width class of a segment of `rows` columns: the consumers
-// run it as segment<N>, N the smallest of 8, 16, 32, 64 that holds it.
-__host__ __device__ constexpr int tile_class(int rows) {
-  return rows <= 8 ? 0 : rows <= 16 ? 1 : rows <= 32 ? 2 : 3;
-}
 // Whether an atom's steps all cost the same: then the shares split the step
 // count by a formula, and no cost tables are built (contract::path_cost_weighted).
 template <class Costs>
@@ -163,7 +158,8 @@ __device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes
   if constexpr (uniform_step_cost<Costs>()) return t;
   // Each active expert's step cost per phase: its full token tiles and its last one.
   for (int a = threadIdx.x; a < t.n_active; a += kThreads) {
-    const int n = tile0[a + 1] - tile0[a], full = tile_class(kTileN), last = tile_class(count[a] - (n - 1) * kTileN);
+    const int n = tile0[a + 1] - tile0[a], full = contract::tile_class(kTileN),
+              last = contract::tile_class(count[a] - (n - 1) * kTileN);
     cost0[a] = (n - 1) * step_cost<Costs, 0>(full) + step_cost<Costs, 0>(last);
     cost0[kExperts + 1 + a] = (n - 1) * step_cost<Costs, 1>(full) + step_cost<Costs, 1>(last);
   }
@@ -268,8 +264,8 @@ struct SegmentWalker {
     }
     // The cost into expert lo, below its cost: < 2^31 (at most 512 token tiles x 77 x 2^13 steps each).
     const unsigned x = unsigned(at - (unsigned long long)cost0[lo] * kSteps);
-    const int n = t.tile0[lo + 1] - t.tile0[lo], full = tile_class(kTileN);
-    const int last = tile_class(t.count[lo] - (n - 1) * kTileN);
+    const int n = t.tile0[lo + 1] - t.tile0[lo], full = contract::tile_class(kTileN);
+    const int last = contract::tile_class(t.count[lo] - (n - 1) * kTileN);
     const unsigned full_cost = unsigned((n - 1) * step_cost<Costs, kPhase>(full) * kSteps);
     const long long steps = x < full_cost ? steps_of_cost<Costs, kPhase>(x, full)
                                           : (n - 1) * kSteps + steps_of_cost<Costs, kPhase>(x - full_cost, last);
