@@ -74,6 +74,20 @@ struct RouteTables {
   int tiles;  // token tiles over all active experts
 };
 
+// The last a in [0, n) for which `holds` is true, where it holds for a prefix of [0, n) that includes 0 (the
+// active index of a prefix-table lookup: the last a whose prefix is at most the position sought).
+template <class Pred>
+__device__ __forceinline__ int last_where(int n, Pred holds) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (holds(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
 // Whether an atom's steps all cost the same: then the shares split the step
 // count by a formula, and no cost tables are built (contract::path_cost_weighted).
 template <class Costs>
@@ -254,14 +268,7 @@ struct SegmentWalker {
     const int* cost0 = t.cost0 + kPhase * (kExperts + 1);
     if (t.n_active == 0 || block >= kGrid) return (long long)t.tiles * kSteps;
     const unsigned long long at = (unsigned long long)cost0[t.n_active] * kSteps * block / kGrid;
-    int lo = 0, hi = t.n_active - 1;  // the last a with cost0[a] * kSteps <= at
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if ((unsigned long long)cost0[mid] * kSteps <= at)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
+    const int lo = last_where(t.n_active, [&](int a) { return (unsigned long long)cost0[a] * kSteps <= at; });
     // The cost into expert lo, below its cost: < 2^31 (at most 512 token tiles x 77 x 2^13 steps each).
     const unsigned x = unsigned(at - (unsigned long long)cost0[lo] * kSteps);
     const int n = t.tile0[lo + 1] - t.tile0[lo], full = contract::tile_class(kTileN);
@@ -280,14 +287,7 @@ struct SegmentWalker {
     s.phase = phase;
     const int tile = phase == 0 ? locate<Shape::mt(0), Shape::kb(0)>(s) : locate<Shape::mt(1), Shape::kb(1)>(s);
     step += s.k1 - s.k0;
-    int lo = 0, hi = t->n_active - 1;  // the last a with tile0[a] <= tile
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (t->tile0[mid] <= tile)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
+    const int lo = last_where(t->n_active, [&](int a) { return t->tile0[a] <= tile; });
     s.a = lo;
     s.j = tile - t->tile0[lo];
     s.expert = t->active[lo];
