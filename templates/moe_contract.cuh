@@ -90,10 +90,13 @@ MOEJIT_HD constexpr WeightStep weight_step_at(long long index, int n_rows, int k
   return {int(index / (2 * blocks * pairs)), 2 * pair + half, kb};
 }
 // The compute role loads weight steps with TMA over the packed bytes viewed as
-// rows of 64 bytes: a step is kWeightStepBytes / 64 = 68 rows, and one box is
-// a step or a pair's two adjacent steps (136 rows: TMA boxes stop at 256); an
-// item of `tiles` steps per K128 block loads max(1, tiles / 2) boxes.
-constexpr int kWeightMapRowBytes = 64;
+// rows of 256 bytes: a step is kWeightStepBytes / 256 = 17 rows, and one box
+// is a step or a pair's two adjacent steps (34 rows); an item of `tiles` steps
+// per K128 block loads max(1, tiles / 2) boxes. A row is one L2 promotion
+// unit (CU_TENSOR_MAP_L2_PROMOTION_L2_256B): with 64-byte rows the L2 saw
+// four requests per promoted line, 1.8x the requests (ncu, GLM5.2 B = 32),
+// and the layer ran 1-2 points of the floor slower at every B.
+constexpr int kWeightMapRowBytes = 256;
 MOEJIT_HD constexpr int weight_box_rows(int tiles) {
   return (tiles >= 2 ? 2 : 1) * kWeightStepBytes / kWeightMapRowBytes;
 }
