@@ -7,7 +7,8 @@
 // scales, and biases) of the experts the routing touches, plus the fused
 // shared expert's (--shared-expert: every token reaches it), over the measured device copy
 // bandwidth (read + write bytes). The per-role split comes from an eager run
-// with events between the roles.
+// with events between the roles. --trace adds, per B, where the compute
+// role's time goes: each milestone of contract::TraceSlot over the CTAs.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "bench_common.hpp"
 #include "oracle/moe_check.hpp"
 #include "runtime/moe_layer.hpp"
+#include "templates/moe_contract.cuh"
 
 using namespace moejit;
 
@@ -36,6 +38,48 @@ struct Model {
   std::string name;
   codegen::MoeConfig config;
 };
+
+// One traced forward's milestones over the compute CTAs: times in us from the
+// first CTA's entry, waits in us, step counts, each as min / median / max.
+void print_trace(const std::vector<std::uint64_t>& t, int grid) {
+  using namespace contract;
+  const auto at = [&](int cta, int slot) { return t[std::size_t(cta) * kTraceSlots + slot]; };
+  std::uint64_t t0 = ~0ull;
+  for (int c = 0; c < grid; ++c) t0 = std::min(t0, at(c, kTraceEntry));
+  struct Row {
+    const char* name;
+    int slot;
+    enum { time, wait, count } kind;
+  };
+  const Row rows[] = {{"entry", kTraceEntry, Row::time},
+                      {"scheduled", kTraceScheduled, Row::time},
+                      {"activations start", kTraceActStart, Row::time},
+                      {"first weight copy", kTraceWeightFirst, Row::time},
+                      {"first GEMM2 copy", kTraceWeightPhase1, Row::time},
+                      {"GEMM1 share done", kTraceConsumerPhase1, Row::time},
+                      {"last weight copy", kTraceWeightLast, Row::time},
+                      {"consumers done", kTraceConsumerDone, Row::time},
+                      {"exit", kTraceExit, Row::time},
+                      {"wait: free stage (weights)", kTraceWeightWait, Row::wait},
+                      {"wait: free stage (acts)", kTraceActWait, Row::wait},
+                      {"wait: GEMM2 inputs", kTraceActReadyWait, Row::wait},
+                      {"wait: split-K pieces", kTraceConsumerFlagWait, Row::wait},
+                      {"finding tile routes (acts)", kTraceActRoutes, Row::wait},
+                      {"GEMM1 K128 steps", kTraceSteps0, Row::count},
+                      {"GEMM2 K128 steps", kTraceSteps1, Row::count}};
+  fmt::print("  trace over {} compute CTAs (us from the first entry; waits in us): min / median / max\n", grid);
+  for (const Row& r : rows) {
+    std::vector<double> v;
+    for (int c = 0; c < grid; ++c) {
+      const std::uint64_t x = at(c, r.slot);
+      if (r.kind == Row::time && x == 0) continue;  // a milestone this CTA never reached
+      v.push_back(r.kind == Row::time ? double(x - t0) * 1e-3 : r.kind == Row::wait ? double(x) * 1e-3 : double(x));
+    }
+    if (v.empty()) continue;
+    fmt::print("    {:<28} {:>9.2f} {:>9.2f} {:>9.2f}\n", r.name, bench::percentile(v, 0), bench::percentile(v, 0.5),
+               bench::percentile(v, 1));
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,6 +92,8 @@ int main(int argc, char** argv) {
   codegen::MoeCodegenOptions codegen_options;
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   bool shared_expert = false;
+  bool trace = false;
+  bool pdl = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick")
@@ -72,6 +118,10 @@ int main(int argc, char** argv) {
       codegen_options.input_bf16 = true;
     else if (a == "--shared-expert")  // the built-in models that have one (glm5.2, dsv4.1-flash), fused
       shared_expert = true;
+    else if (a == "--trace")
+      trace = true;
+    else if (a == "--pdl")  // MoeLayerOptions::pdl: programmatic dependent launch between the roles
+      pdl = true;
     else if (a == "--recipe" && i + 1 < argc && codegen::parse_recipe(argv[i + 1])) {
       recipe = *codegen::parse_recipe(argv[++i]);
       if (recipe == codegen::Recipe::w4a16) codegen_options.input_bf16 = true;  // its activations are BF16
@@ -80,7 +130,7 @@ int main(int argc, char** argv) {
                  "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model "
                  "glm5.2|dsv4.1-flash|gpt-oss-120b|gpt-oss-20b | --config FILE] "
                  "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] [--tile-n N] "
-                 "[--stages S] [--shared-expert]\n");
+                 "[--stages S] [--shared-expert] [--trace] [--pdl]\n");
       return 2;
     }
   }
@@ -127,6 +177,7 @@ int main(int argc, char** argv) {
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
       options.codegen = codegen_options;
       options.codegen.ctas_per_sm = ctas;
+      options.pdl = pdl;
       runtime::MoeLayer layer(config, weights.device(), options);
       const double expert_bytes = bench::expert_bytes(p, config.biases);
       runtime::DeviceBuffer y(std::size_t(256) * p.hidden * 2);
@@ -179,6 +230,21 @@ int main(int argc, char** argv) {
         fmt::print("{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{}\n",
                    m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f),
                    plan.tile_n, plan.stages, plan.compute.blocks_per_sm);
+        if (trace) {
+          // The last of a rotation over the sets (so the weights come from HBM), through its own graph.
+          const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;
+          runtime::DeviceBuffer buffer(slots * 8);
+          MOEJIT_CU(cuMemsetD8, buffer.ptr(), 0, slots * 8);
+          for (bench::InputSet& s : sets) {
+            runtime::MoeForwardArgs traced = args(s);
+            traced.trace = buffer.ptr();
+            layer.forward(traced, stream);
+          }
+          std::vector<std::uint64_t> t(slots);
+          MOEJIT_CU(cuStreamSynchronize, stream);
+          MOEJIT_CU(cuMemcpyDtoH, t.data(), buffer.ptr(), slots * 8);
+          print_trace(t, plan.compute.grid);
+        }
         std::fflush(stdout);
         MOEJIT_CU(cuGraphExecDestroy, exec);
         MOEJIT_CU(cuGraphDestroy, graph);

@@ -103,13 +103,14 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
       {"tokens", ParamType::u32, "moejit::u32"},
       {"clamp", ParamType::f32, "float"},
       {"alpha", ParamType::f32, "float"},
+      {"trace", ParamType::ptr, "moejit::u64*"},
   };
   s.static_checks = {
       {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}, {}).total", plan.contract_path,
                    plan.tiles, plan.tile_n, plan.stages, d.experts + d.shared, plan.compute.grid),
        plan.compute.smem_bytes},
       {fmt::format("moejit::contract::compute_threads({})", plan.groups), plan.compute.threads},
-      {"sizeof(moejit::ComputeParams)", 9 * 8 + 4 + 4 + 4 + 4},  // the last 4: padding to 8
+      {"sizeof(moejit::ComputeParams)", 9 * 8 + 4 + 4 + 4 + 4 + 8},  // 4 bytes of padding before trace
       {fmt::format("moejit::contract::weight_box_rows({})", plan.tiles), contract::weight_box_rows(plan.tiles)},
       workspace_check(d),
   };

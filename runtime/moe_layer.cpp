@@ -65,7 +65,7 @@ void require_device_bytes(const char* field, const std::string& shown, CUdevicep
 
 std::size_t MoeLayer::LaunchKeyHash::operator()(const LaunchKey& k) const noexcept {
   std::size_t h = std::hash<int>{}(k.tokens);
-  for (CUdeviceptr p : {k.x_q, k.x_scales, k.x_bf16, k.topk_ids, k.topk_weights, k.y, k.workspace})
+  for (CUdeviceptr p : {k.x_q, k.x_scales, k.x_bf16, k.topk_ids, k.topk_weights, k.y, k.workspace, k.trace})
     h ^= std::hash<CUdeviceptr>{}(p) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
   return h;
 }
@@ -405,7 +405,8 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
           .ptr("b1", config_.biases ? b1_.ptr() : 0)
           .ptr("b2", config_.biases ? b2_.ptr() : 0)
           .f32("clamp", config_.swiglu_clamp.value_or(std::numeric_limits<float>::infinity()))
-          .f32("alpha", config_.alpha);
+          .f32("alpha", config_.alpha)
+          .ptr("trace", a.trace);
     } else {
       plan = &t.plan.finalize;
       args.ptr("topk_ids", a.topk_ids).ptr("y", a.y).u32("tokens", tokens).ptr("ws", ws);
@@ -419,7 +420,7 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
 }
 
 std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing) {
-  const LaunchKey key{a.tokens, a.x_q, a.x_scales, a.x_bf16, a.topk_ids, a.topk_weights, a.y, a.workspace};
+  const LaunchKey key{a.tokens, a.x_q, a.x_scales, a.x_bf16, a.topk_ids, a.topk_weights, a.y, a.workspace, a.trace};
   std::lock_guard lock(mutex_);
   if (auto s = streams_.find(stream); s != streams_.end())
     if (auto it = s->second->graphs.find(key); it != s->second->graphs.end()) {

@@ -90,6 +90,10 @@ struct MoeForwardArgs {
   // after another on one stream may share one; layers with other layouts,
   // or forwards that may overlap (other streams), need their own.
   CUdeviceptr workspace = 0;
+  // A profiler's buffer (0: none): the compute role's CTAs record their
+  // milestones into it, contract::kTraceSlots u64 per CTA of the plan's
+  // compute grid (contract::TraceSlot; `moejit_bench_moe --trace` reads it).
+  CUdeviceptr trace = 0;
 };
 
 // Optional events recorded between the roles (for the benchmark's per-role
@@ -170,7 +174,7 @@ class MoeLayer {
   struct StreamState;
   struct LaunchKey {
     int tokens;
-    CUdeviceptr x_q, x_scales, x_bf16, topk_ids, topk_weights, y, workspace;
+    CUdeviceptr x_q, x_scales, x_bf16, topk_ids, topk_weights, y, workspace, trace;
     friend bool operator==(const LaunchKey&, const LaunchKey&) = default;
   };
   struct LaunchKeyHash {

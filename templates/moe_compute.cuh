@@ -43,6 +43,7 @@ struct ComputeParams {
   u32 tokens;
   float clamp;
   float alpha;  // gpt-oss's sigmoid slope (kActivationGptOss)
+  u64* trace;   // [grid][contract::kTraceSlots] milestones (contract::TraceSlot), or null
 };
 
 __device__ __forceinline__ float round_bf16(float v) {
@@ -111,6 +112,18 @@ struct ComputeRole {
     return kShared && route >= kSharedRoute0 ? 1.0f : p.topk_weights[route];
   }
 
+  // One of this CTA's trace slots (contract::TraceSlot); nothing without a trace buffer.
+  __device__ static void trace(const ComputeParams& p, int slot, u64 value) {
+    if (p.trace) p.trace[blockIdx.x * contract::kTraceSlots + slot] = value;
+  }
+  // mbar_wait, adding the nanoseconds it took to `waited` when tracing.
+  __device__ static void timed_wait(const ComputeParams& p, u64* bar, u32 parity, u64& waited) {
+    if (!p.trace) return mbar_wait(bar, parity);
+    const u64 t0 = globaltimer();
+    mbar_wait(bar, parity);
+    waited += globaltimer() - t0;
+  }
+
   struct Workspace {
     contract::MoeHeader* header;
     int* ready;
@@ -142,11 +155,16 @@ struct ComputeRole {
     const u64 policy = evict_first_policy();
     StageCursor<kStages> cur;
     Segment sg;
+    u64 waited = 0;
+    u32 steps0 = 0, steps1 = 0;
     while (walker.next(sg)) {
       const void* map = sg.phase ? p.w2_map : p.w1_map;
       const int n_rows = sg.phase ? kHidden : 2 * kInter, k = sg.phase ? kInter : kHidden;
       for (int kb = sg.k0; kb < sg.k1; ++kb) {
-        mbar_wait(&ring.empty[cur.stage], cur.phase ^ 1u);
+        timed_wait(p, &ring.empty[cur.stage], cur.phase ^ 1u, waited);
+        if (p.trace && steps0 + steps1 == 0) trace(p, contract::kTraceWeightFirst, globaltimer());
+        if (p.trace && sg.phase == 1 && steps1 == 0) trace(p, contract::kTraceWeightPhase1, globaltimer());
+        (sg.phase ? steps1 : steps0) += 1;
         mbar_expect_tx(&ring.full_w[cur.stage], Ring::kWBytes);
         // The item's kTiles 64-row tiles: one box per adjacent pair (contract::weight_box_rows).
         constexpr int kBoxes = kTiles >= 2 ? kTiles / 2 : 1, kBoxTiles = kTiles >= 2 ? 2 : 1;
@@ -159,6 +177,12 @@ struct ComputeRole {
         }
         cur.advance();
       }
+    }
+    if (p.trace) {
+      trace(p, contract::kTraceWeightLast, globaltimer());
+      trace(p, contract::kTraceWeightWait, waited);
+      trace(p, contract::kTraceSteps0, steps0);
+      trace(p, contract::kTraceSteps1, steps1);
     }
   }
 
@@ -219,6 +243,8 @@ struct ComputeRole {
     const int lane = threadIdx.x % 32;
     // Activation rows may come from the dispatch role (BF16 input, the exact path's BF16 image).
     griddep_wait();
+    if (lane == 0) trace(p, contract::kTraceActStart, globaltimer());
+    u64 ready_waited = 0, waited = 0, routes_time = 0;
     StageCursor<kStages> cur;
     Segment sg;
     int cached_phase = -1, cached_a = -1, cached_j = -1;
@@ -231,7 +257,9 @@ struct ComputeRole {
       dst_offsets[q] = Atom::x_chunk_offset(q * kColsPerPass + lane / kChunks, lane % kChunks);
     while (walker.next(sg)) {
       if (sg.phase != cached_phase || sg.a != cached_a || sg.j != cached_j) {
+        const u64 t0 = p.trace ? globaltimer() : 0;
         tile_copies(tc, p, ws, sg);
+        if (p.trace) routes_time += globaltimer() - t0;
         cached_phase = sg.phase, cached_a = sg.a, cached_j = sg.j;
       }
       const int tiles = t.tile0[sg.a + 1] - t.tile0[sg.a];
@@ -239,14 +267,16 @@ struct ComputeRole {
         if (sg.phase == 1 && (sg.a != ready_a || !(ready_mask >> k & 1u))) {
           // GEMM2's K128 block k needs the four 64-row GEMM1 tiles of its 128 intermediate columns, per token tile.
           if (lane == 0) {
+            const u64 t0 = p.trace ? globaltimer() : 0;
             while (ld_acquire_gpu(ws.ready + sg.a * kKb2 + k) < 4 * tiles) __nanosleep(32);
+            if (p.trace) ready_waited += globaltimer() - t0;
           }
           __syncwarp();
           if (sg.a != ready_a) ready_a = sg.a, ready_mask = 0;
           ready_mask |= 1u << k;
         }
         const int s = cur.stage;
-        mbar_wait(&ring.empty[s], cur.phase ^ 1u);
+        timed_wait(p, &ring.empty[s], cur.phase ^ 1u, waited);
         const u32 tile = smem_addr(ring.x_tile(s));
 #pragma unroll
         for (int q = 0; q < kPasses; ++q) {
@@ -282,6 +312,11 @@ struct ComputeRole {
         mbar_arrive(&ring.full_x[s]);
         cur.advance();
       }
+    }
+    if (lane == 0) {
+      trace(p, contract::kTraceActReadyWait, ready_waited);
+      trace(p, contract::kTraceActWait, waited);
+      trace(p, contract::kTraceActRoutes, routes_time);
     }
   }
 
@@ -350,6 +385,7 @@ struct ComputeRole {
       __threadfence();
       named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
       if (threadIdx.x == 0) st_release_gpu(ws.flags + slot + blockIdx.x, tag);
+      trace_segment_done(p, sg.phase);
       return;
     }
     if (sg.k1 < kbs) {
@@ -360,8 +396,13 @@ struct ComputeRole {
         const long long lo = walker.share(sg.phase, b);
         if (lo >= item_end) break;
         if (walker.share(sg.phase, b + 1) == lo) continue;  // an empty share
-        if (threadIdx.x == 0)
+        if (threadIdx.x == 0) {
+          const u64 t0 = p.trace ? globaltimer() : 0;
           while (ld_acquire_gpu(ws.flags + slot + b) != tag) __nanosleep(64);
+          if (p.trace)
+            atomicAdd(&p.trace[blockIdx.x * contract::kTraceSlots + contract::kTraceConsumerFlagWait],
+                      globaltimer() - t0);
+        }
         named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
         const float* theirs = ws.partials + u64(slot + b) * kSlotFloats + threadIdx.x * (contract::kMaxTileN / 2);
 #pragma unroll
@@ -379,6 +420,15 @@ struct ComputeRole {
       gemm1_epilogue<N>(p, sg, ws, route, acc, s_amax);
     else
       gemm2_epilogue<N>(sg, ws, route, acc);
+    trace_segment_done(p, sg.phase);
+  }
+
+  // The last write wins: the end of this CTA's last GEMM1 segment, and of its last segment.
+  __device__ static void trace_segment_done(const ComputeParams& p, int phase) {
+    if (threadIdx.x != 0 || !p.trace) return;
+    const u64 now = globaltimer();
+    if (phase == 0) trace(p, contract::kTraceConsumerPhase1, now);
+    trace(p, contract::kTraceConsumerDone, now);
   }
 
   // The biases (config.biases): GEMM1's b1 on gate and up before the
@@ -546,6 +596,7 @@ struct ComputeRole {
   // --------------------------------------------------------------------- run
   __device__ static void run(const ComputeParams& p) {
     extern __shared__ __align__(1024) u8 smem[];
+    if (threadIdx.x == 0) trace(p, contract::kTraceEntry, globaltimer());
     // The 128B swizzle atom needs 1024-byte aligned X tiles, and the schedule the planned grid.
     if (threadIdx.x == 0 && ((smem_addr(smem) & 1023u) != 0 || gridDim.x != kGrid)) __trap();
     const Ring ring{smem + kSmem.x,
@@ -572,6 +623,7 @@ struct ComputeRole {
         reinterpret_cast<int*>(smem + kSmem.count), reinterpret_cast<int*>(smem + kSmem.tile0),
         reinterpret_cast<int*>(smem + kSmem.cost0));
     Walker::template fill_shares<kThreads>(tables);
+    if (threadIdx.x == 0) trace(p, contract::kTraceScheduled, globaltimer());
     const int tag = s_scratch[63];
     const Walker walker(&tables, blockIdx.x);
     const int warp = warp_uniform(threadIdx.x / 32);
@@ -601,6 +653,7 @@ struct ComputeRole {
       }
       __threadfence();
     }
+    if (threadIdx.x == 0) trace(p, contract::kTraceExit, globaltimer());
     griddep_launch_dependents();
   }
 };

@@ -130,6 +130,30 @@ struct MoeHeader {
   int done;
 };
 
+// The compute role's trace (ComputeParams::trace, null unless a profiler asks,
+// e.g. `moejit_bench_moe --trace`): per CTA, kTraceSlots u64 at
+// trace[blockIdx.x * kTraceSlots + slot]. Times are %globaltimer (ns); the
+// *_wait slots are nanoseconds spent in that wait, summed over the kernel.
+enum TraceSlot : int {
+  kTraceEntry,             // thread 0, first instruction
+  kTraceScheduled,         // thread 0, routing tables and shares derived
+  kTraceWeightFirst,       // weight producer, first copy issued
+  kTraceWeightPhase1,      // weight producer, first GEMM2 copy issued (0: none)
+  kTraceWeightLast,        // weight producer, last copy issued
+  kTraceWeightWait,        // weight producer, waiting for a free stage (all loading or being read)
+  kTraceActStart,          // activation producer, past griddepcontrol.wait
+  kTraceActReadyWait,      // activation producer, waiting for GEMM2 inputs to be handed off
+  kTraceActWait,           // activation producer, waiting for a free stage
+  kTraceConsumerPhase1,    // consumer thread 0, GEMM1 share done (epilogues included)
+  kTraceConsumerFlagWait,  // consumer thread 0, an item's owner waiting for its split-K pieces
+  kTraceConsumerDone,      // consumer thread 0, last segment done
+  kTraceExit,              // thread 0, after the epoch bookkeeping
+  kTraceSteps0,            // K128 steps of GEMM1 this CTA streamed (a count)
+  kTraceSteps1,            // K128 steps of GEMM2
+  kTraceActRoutes,         // activation producer, finding the routes of its token tiles (ns)
+  kTraceSlots = 16
+};
+
 // A staged activation scale word travels in a 16-byte record (word 0): GEMM2's
 // come from the handoff other SMs wrote during this forward, and only 16-byte
 // cp.async (.cg) skips the L1, whose stale copy of a neighbour's record would

@@ -121,6 +121,12 @@ __device__ __forceinline__ void griddep_wait() {
 __device__ __forceinline__ void griddep_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" :::);
 }
+// Nanoseconds (ComputeParams::trace).
+__device__ __forceinline__ u64 globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 // A value every lane of the warp holds, as lane 0's: ptxas can then prove a
 // branch on it warp-uniform, which it requires around wgmma (a branch it
 // cannot prove uniform makes it serialize every wgmma of the kernel).

@@ -196,6 +196,63 @@ TEST_CASE("a forward of B launches B's plan, whichever batch size ran first") {
   }
 }
 
+TEST_CASE("a traced forward records each compute CTA's milestones in order and gives the untraced bytes") {
+  // MoeForwardArgs::trace (moejit_bench_moe --trace): the bench's account of
+  // where the compute role's time goes is only as good as these slots.
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = gpu_test::small_config("trace", 64, 4, 2048, 1024);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() ^ 0x7ACEull);
+  runtime::MoeLayer layer(config, w.device(), {});
+  CUstream s;
+  MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+  for (const int b : {1, 24}) {
+    INFO("B=", b);
+    const oracle::RandomInputs in = oracle::random_inputs(p, b, oracle::RoutingKind::uniform, gpu_test::seed() + b);
+    DeviceInputs dev(p, b);
+    dev.upload(in, s);
+    layer.forward(dev.args(b), s);
+    const std::vector<std::uint16_t> plain = download_sync(dev.y, s);
+    const codegen::MoeLaunchPlan plan = layer.plan(b);
+    const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;
+    DeviceBuffer trace(slots * 8);
+    MOEJIT_CU(cuMemsetD8, trace.ptr(), 0, slots * 8);
+    MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
+    runtime::MoeForwardArgs traced = dev.args(b);
+    traced.trace = trace.ptr();
+    layer.forward(traced, s);
+    CHECK(download_sync(dev.y, s) == plain);
+    std::vector<std::uint64_t> t(slots);
+    trace.download(t);
+    // Every K128 step of the schedule streamed once: token tiles x M extents x K steps, per phase.
+    std::vector<int> count(config.experts, 0);
+    for (const int e : in.routing.ids) ++count[e];
+    long long tiles = 0;
+    for (const int c : count) tiles += (c + plan.tile_n - 1) / plan.tile_n;
+    const long long want0 = tiles * (2 * p.intermediate / 64 / plan.tiles) * (p.hidden / 128);
+    const long long want1 = tiles * (p.hidden / 64 / plan.tiles) * (p.intermediate / 128);
+    long long steps0 = 0, steps1 = 0;
+    for (int c = 0; c < plan.compute.grid; ++c) {
+      const auto at = [&](int slot) { return t[std::size_t(c) * contract::kTraceSlots + slot]; };
+      INFO("CTA ", c);
+      CHECK(at(contract::kTraceEntry) > 0);
+      CHECK(at(contract::kTraceEntry) <= at(contract::kTraceScheduled));
+      CHECK(at(contract::kTraceScheduled) <= at(contract::kTraceActStart));
+      CHECK(at(contract::kTraceScheduled) <= at(contract::kTraceWeightFirst));
+      CHECK(at(contract::kTraceWeightFirst) <= at(contract::kTraceWeightLast));
+      CHECK(at(contract::kTraceConsumerPhase1) <= at(contract::kTraceConsumerDone));
+      CHECK(at(contract::kTraceConsumerDone) <= at(contract::kTraceExit));
+      CHECK(at(contract::kTraceExit) - at(contract::kTraceEntry) < 1'000'000'000ull);  // nanoseconds, not garbage
+      steps0 += at(contract::kTraceSteps0);
+      steps1 += at(contract::kTraceSteps1);
+    }
+    CHECK(steps0 == want0);
+    CHECK(steps1 == want1);
+  }
+  layer.release_stream(s);
+  MOEJIT_CU(cuStreamDestroy, s);
+}
+
 TEST_CASE("8 layers sharing one caller workspace on one stream give the bytes of 8 layers with their own") {
   // Engine-owned memory (issue 13): one workspace, zeroed once, serves every
   // layer of a decode step in turn, because each forward leaves it ready for

@@ -95,7 +95,7 @@ TEST_CASE("launch arguments are bound to the spec by name, and checked before la
       a.f32("tokens", 8.0f);
     else
       a.u32("tokens", 8);
-    a.f32("clamp", 10.0f).f32("alpha", 1.702f);
+    a.f32("clamp", 10.0f).f32("alpha", 1.702f).ptr("trace", 0);
     return a;
   };
   runtime::KernelArgs bound = full().bind(spec);
