@@ -314,28 +314,39 @@ struct SegmentWalker {
 // Route list of token tile j of `expert`: column c < rows gets the route r
 // (t * k + slot) of rank j * tile_n + c among the expert's routes in route
 // order. Every lane returns the route of column `lane` (and `lane + 32` in
-// `second`), -1 where there is none. A warp-wide ballot scan.
+// `second`), -1 where there is none. A warp-wide ballot scan, kChunks x 32
+// routes per round: the round's loads are independent, so they are in flight
+// together (one load per round-trip made the activation producer spend most
+// of the kernel here at B >= 32, and the consumers wait for its stages).
 __device__ __forceinline__ void tile_routes(const i32* __restrict__ topk_ids, int routes, int expert, int rank0,
                                             int rows, int& first, int& second) {
+  constexpr int kChunks = 8;
   const int lane = threadIdx.x % 32;
   first = second = -1;
   int running = 0;
   const u32 below = (1u << lane) - 1u;
-  for (int base = 0; base < routes && running < rank0 + rows; base += 32) {
-    const int r = base + lane;
-    const bool hit = r < routes && topk_ids[r] == expert;
-    const u32 mask = __ballot_sync(0xFFFFFFFFu, hit);
-    const int c = running + __popc(mask & below) - rank0;
-    // Hand route r to the lane that owns column c.
-    for (u32 m = mask; m; m &= m - 1u) {
-      const int src = __ffs(m) - 1;
-      const int col = __shfl_sync(0xFFFFFFFFu, c, src);
-      if (col >= 0 && col < rows) {
-        if (lane == col) first = base + src;
-        if (lane + 32 == col) second = base + src;
-      }
+  for (int base = 0; base < routes && running < rank0 + rows; base += 32 * kChunks) {
+    int id[kChunks];
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u) {
+      const int r = base + 32 * u + lane;
+      id[u] = r < routes ? __ldg(topk_ids + r) : -1;
     }
-    running += __popc(mask);
+#pragma unroll
+    for (int u = 0; u < kChunks; ++u) {
+      const u32 mask = __ballot_sync(0xFFFFFFFFu, id[u] == expert);
+      const int c = running + __popc(mask & below) - rank0;
+      // Hand route base + 32u + src to the lane that owns column c.
+      for (u32 m = mask; m; m &= m - 1u) {
+        const int src = __ffs(m) - 1;
+        const int col = __shfl_sync(0xFFFFFFFFu, c, src);
+        if (col >= 0 && col < rows) {
+          if (lane == col) first = base + 32 * u + src;
+          if (lane + 32 == col) second = base + 32 * u + src;
+        }
+      }
+      running += __popc(mask);
+    }
   }
 }
 
