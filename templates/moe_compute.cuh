@@ -373,7 +373,7 @@ struct ComputeRole {
     }
 
     const int kbs = Shape::kb(sg.phase);
-    const int slot = sg.pass * kGrid;
+    const int slot = sg.phase * kGrid;
     constexpr int kSlotFloats = int(contract::partial_slot_floats());
     if (sg.k0 > 0) {
       // A later piece of an item: leave the partial sums for its owner.
@@ -393,9 +393,9 @@ struct ComputeRole {
       // order, from the CTAs that ran them first thing in their shares.
       const long long item_end = (sg.item + 1) * kbs;
       for (int b = blockIdx.x + 1; b < kGrid; ++b) {
-        const long long lo = walker.share(sg.pass, b);
+        const long long lo = walker.share(sg.phase, b);
         if (lo >= item_end) break;
-        if (walker.share(sg.pass, b + 1) == lo) continue;  // an empty share
+        if (walker.share(sg.phase, b + 1) == lo) continue;  // an empty share
         if (threadIdx.x == 0) {
           const u64 t0 = p.trace ? globaltimer() : 0;
           while (ld_acquire_gpu(ws.flags + slot + b) != tag) __nanosleep(64);

@@ -175,13 +175,6 @@ MOEJIT_HD constexpr long long route_capacity(MoeDims d) {
   return (long long)d.capacity * (d.top_k + d.shared);
 }
 
-// The compute role's passes (moe_schedule.cuh): each phase's work is cut at an
-// expert boundary into kRounds rounds, run GEMM1 round 0, GEMM1 round 1, ...,
-// then GEMM2 round 0, ...; every pass is split evenly over the grid, so a
-// GEMM2 round finds its inputs handed off a whole pass or more earlier.
-constexpr int kRounds = 2;
-constexpr int kPasses = 2 * kRounds;
-
 // The widest token tile (wgmma N) a compute item uses; split-K partial slots
 // are sized for it, so one workspace serves every batch size.
 constexpr int kMaxTileN = 64;
@@ -200,8 +193,8 @@ struct WorkspaceLayout {
   long long handoff;       // [routes] rows of handoff_row_bytes: GEMM2 activations, by route r (route_capacity)
   long long handoff_s;     // [routes][I/128] 16-byte records, word 0 the UE8M0 scale word (fp8 paths)
   long long arena;         // u16 [routes][H]: each route's BF16 output row
-  long long partial_flag;  // int [kPasses][grid]: tag of the forward whose partial sits in the slot
-  long long partials;      // float [kPasses][grid][partial_slot_floats()]: split-K partial sums
+  long long partial_flag;  // int [2][grid]: tag of the forward whose partial sits in the slot
+  long long partials;      // float [2][grid][partial_slot_floats()]: split-K partial sums
   long long fixed_bytes;   // bytes before `partials`
 };
 
@@ -233,10 +226,10 @@ MOEJIT_HD constexpr WorkspaceLayout workspace_layout(MoeDims d) {
 
 // The grid-dependent tail: flags, then partial slots (16-byte aligned).
 MOEJIT_HD constexpr long long partials_offset(MoeDims d, int grid) {
-  return workspace_layout(d).fixed_bytes + align_up(4LL * kPasses * grid, 256);
+  return workspace_layout(d).fixed_bytes + align_up(4LL * 2 * grid, 256);
 }
 MOEJIT_HD constexpr long long workspace_bytes(MoeDims d, int grid) {
-  return partials_offset(d, grid) + 4LL * kPasses * grid * partial_slot_floats();
+  return partials_offset(d, grid) + 4LL * 2 * grid * partial_slot_floats();
 }
 
 // Whether the compute role balances its stream-K shares by step cost (the
@@ -282,7 +275,7 @@ struct ComputeSmemLayout {
   int active;   // int [E]: expert id of active index a
   int count;    // int [E]: routes of active index a
   int tile0;    // int [E + 1]: first token tile of active index a
-  int shares;   // int [kPasses][grid + 1]: per pass, the first K128 step of each CTA's share (path_cost_weighted)
+  int shares;   // int [2][grid + 1]: per phase, the first K128 step of each CTA's share (path_cost_weighted)
   int scratch;  // int [64]: scan partials and broadcast words
   int total;    // bytes
   int counts;   // int [E] per-expert counts in the prologue (aliases x)
@@ -306,7 +299,7 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
   l.active = at, at += 4 * experts;
   l.count = at, at += 4 * experts;
   l.tile0 = at, at += 4 * (experts + 1);
-  l.shares = at, at += path_cost_weighted(path) ? 4 * kPasses * (grid + 1) : 0;
+  l.shares = at, at += path_cost_weighted(path) ? 4 * 2 * (grid + 1) : 0;
   l.scratch = at, at += 4 * 64;
   l.total = (int)align_up(at, 128);
   l.counts = l.x;

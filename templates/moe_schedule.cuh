@@ -9,15 +9,10 @@
 //     gate/up rows, K = H), phase 1 GEMM2 (token tile x 64 * kGroups rows of
 //     H, K = I). A phase's K128 steps form one list, item-major, and each
 //     step has a cost: the atom's issue cost of a step with that token
-//     tile's width (Costs::kStepCost, by contract::tile_class). The list is
-//     cut at an expert boundary into contract::kRounds rounds (about equal
-//     token tiles), and the CTAs run the passes GEMM1 round 0, GEMM1 round
-//     1, ..., GEMM2 round 0, ...: a GEMM2 round's inputs were handed off a
-//     pass or more before it starts. (With one pass per phase every GEMM2
-//     step waited for the slowest CTA's last GEMM1 item, 12-13 us at every
-//     B in the trace.) CTA b takes the contiguous run of a pass's steps whose
-//     cost prefix starts in [b C / G, (b + 1) C / G) (C the pass's cost), so
-//     every CTA issues the same work (a balanced "stream-K" split): counting steps alone
+//     tile's width (Costs::kStepCost, by contract::tile_class). CTA b takes the
+//     contiguous run of steps whose cost prefix starts in [b C / G,
+//     (b + 1) C / G) of each phase (C the phase's cost), so every CTA issues
+//     the same work (a balanced "stream-K" split): counting steps alone
 //     would hand the CTAs that draw wide tiles (a hot expert, the shared
 //     expert's B tokens) up to 1.3x the time of the rest. An item cut by a
 //     share boundary is finished by the CTA holding its first step (its
@@ -69,6 +64,16 @@ __device__ unsigned block_exclusive_scan(unsigned* data, int n, unsigned* s_part
   return total;
 }
 
+// The routing tables in shared memory (contract::ComputeSmemLayout).
+struct RouteTables {
+  int* active;  // [E]: expert of active index a
+  int* count;   // [E]: routes of active index a
+  int* tile0;   // [E + 1]: first token tile of active index a (prefix)
+  int* cost0;   // [2][E + 1]: per phase, the step cost of the token tiles before active index a (prefix)
+  int n_active;
+  int tiles;  // token tiles over all active experts
+};
+
 // The last a in [0, n) for which `holds` is true, where it holds for a prefix of [0, n) that includes 0 (the
 // active index of a prefix-table lookup: the last a whose prefix is at most the position sought).
 template <class Pred>
@@ -83,21 +88,6 @@ __device__ __forceinline__ int last_where(int n, Pred holds) {
   }
   return lo;
 }
-
-// The routing tables in shared memory (contract::ComputeSmemLayout).
-struct RouteTables {
-  int* active;  // [E]: expert of active index a
-  int* count;   // [E]: routes of active index a
-  int* tile0;   // [E + 1]: first token tile of active index a (prefix)
-  int* cost0;   // [2][E + 1]: per phase, the step cost of the token tiles before active index a (prefix)
-  int n_active;
-  int tiles;  // token tiles over all active experts
-  int split;  // the first active index of round 1: the first expert whose token tiles start at or past half
-  static_assert(contract::kRounds == 2, "one split");
-  // The first active index of round r (contract::kRounds), n_active for r = kRounds.
-  __device__ int round_begin(int r) const { return r == 0 ? 0 : r == 1 ? split : n_active; }
-};
-
 // Whether an atom's steps all cost the same: then the shares split the step
 // count by a formula, and no cost tables are built (contract::path_cost_weighted).
 template <class Costs>
@@ -176,10 +166,9 @@ __device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes
       tile0[a] = int(my_prefix[i] & 0xFFFFFu);
     }
   }
-  RouteTables t{active, count, tile0, cost0, int(total >> 20), int(total & 0xFFFFFu), 0};
+  RouteTables t{active, count, tile0, cost0, int(total >> 20), int(total & 0xFFFFFu)};
   if (threadIdx.x == 0) tile0[t.n_active] = t.tiles;
   __syncthreads();
-  if (t.tiles > 0) t.split = last_where(t.n_active + 1, [&](int a) { return 2 * tile0[a] < t.tiles; }) + 1;
   if constexpr (uniform_step_cost<Costs>()) return t;
   // Each active expert's step cost per phase: its full token tiles and its last one.
   for (int a = threadIdx.x; a < t.n_active; a += kThreads) {
@@ -201,7 +190,6 @@ __device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes
 
 // One contiguous piece of one item that a CTA runs.
 struct Segment {
-  int pass;   // phase * contract::kRounds + round
   int phase;  // 0: GEMM1, 1: GEMM2
   long long item;
   int a, j, mt;  // active expert index, its token tile, the item's M extent (64 * kGroups rows)
@@ -221,48 +209,35 @@ struct PhaseShape {
 // nvJitLink compiles relocatable code, where a division by a run-time value is
 // a call to a helper, and ptxas serializes every wgmma of a kernel that calls.
 
-// Walks the segments of one CTA's shares, pass by pass (contract::kPasses), in order.
+// Walks the segments of one CTA's shares, phase 0 then phase 1, in order.
 // Every role of the CTA walks the same sequence.
 // With step costs that differ (kWeighted), the share boundaries live in the dynamic SMEM at kSharesAt
-// (contract::ComputeSmemLayout::shares): int [kPasses][kGrid + 1], addressed from the constant offset so
-// they hold no register across the loops. With uniform costs, a pass's shares split its steps by a formula.
+// (contract::ComputeSmemLayout::shares): int [2][kGrid + 1], addressed from the constant offset so they
+// hold no register across the loops. With uniform costs, share(p, b) = W b / G.
 template <int kExperts, int kHidden, int kInter, int kGroups, int kTileN, int kGrid, class Costs, int kSharesAt>
 struct SegmentWalker {
   using Shape = PhaseShape<kHidden, kInter, kGroups>;
   const RouteTables* t;
   int b;
-  int pass, phase;
+  int phase;
   long long step, end;
 
-  // The K128 steps of pass q, [pass_begin(q), pass_begin(q + 1)) of its phase's list.
-  __device__ long long pass_begin(int q) const {
-    const int phase = q / contract::kRounds, round = q % contract::kRounds;
-    const int a = round == 0 ? 0 : t->round_begin(round);
-    return (long long)t->tile0[a] * Shape::mt(phase) * Shape::kb(phase);
-  }
-  __device__ long long pass_end(int q) const {
-    const int phase = q / contract::kRounds, round = q % contract::kRounds + 1;
-    const int a = round == contract::kRounds ? t->n_active : t->round_begin(round);
-    return (long long)t->tile0[a] * Shape::mt(phase) * Shape::kb(phase);
-  }
+  // The K128 steps of a phase and the first of CTA b's share: [share(b), share(b + 1)).
+  __device__ long long work(int p) const { return (long long)t->tiles * Shape::mt(p) * Shape::kb(p); }
   static constexpr bool kWeighted = !uniform_step_cost<Costs>();
   __device__ static int* shares() {
     extern __shared__ __align__(1024) u8 smem[];
     return reinterpret_cast<int*>(smem + kSharesAt);
   }
-  // The first step of CTA block's share of pass q: [share(q, b), share(q, b + 1)).
   // An ld.shared by the table's 32-bit window address: it reads SMEM whatever address space the compiler
   // would infer for a generic pointer. (Register use measured the same as through shares().)
-  __device__ long long share(int q, int block) const {
-    if constexpr (!kWeighted) {
-      const long long lo = pass_begin(q);
-      return lo + (unsigned long long)(pass_end(q) - lo) * block / kGrid;
-    }
+  __device__ long long share(int p, int block) const {
+    if constexpr (!kWeighted) return (unsigned long long)work(p) * block / kGrid;
     extern __shared__ __align__(1024) u8 smem[];
     int v;
     asm volatile("ld.shared.u32 %0, [%1];"
                  : "=r"(v)
-                 : "r"(smem_addr(smem) + kSharesAt + 4u * (q * (kGrid + 1) + block)));
+                 : "r"(smem_addr(smem) + kSharesAt + 4u * (p * (kGrid + 1) + block)));
     return v;
   }
 
@@ -272,31 +247,27 @@ struct SegmentWalker {
   template <int kThreads>
   __device__ static void fill_shares(const RouteTables& t) {
     if constexpr (!kWeighted) return;
-    for (int i = threadIdx.x; i < contract::kPasses * (kGrid + 1); i += kThreads) {
-      const int q = i / (kGrid + 1), block = i % (kGrid + 1), round = q % contract::kRounds;
-      const int a0 = t.round_begin(round), a1 = t.round_begin(round + 1);
-      shares()[i] = int(q >= contract::kRounds ? share_of<1>(t, a0, a1, block) : share_of<0>(t, a0, a1, block));
+    for (int i = threadIdx.x; i < 2 * (kGrid + 1); i += kThreads) {
+      const int block = i % (kGrid + 1);
+      shares()[i] = int(i > kGrid ? share_of<1>(t, block) : share_of<0>(t, block));
     }
     __syncthreads();
   }
-  __device__ void start_pass(int q) {
-    pass = q;
-    phase = q / contract::kRounds;
-    step = share(q, b);
-    end = share(q, b + 1);
+  __device__ void start_phase(int p) {
+    phase = p;
+    step = share(p, b);
+    end = share(p, b + 1);
   }
-  __device__ SegmentWalker(const RouteTables* tables, int block) : t(tables), b(block) { start_pass(0); }
+  __device__ SegmentWalker(const RouteTables* tables, int block) : t(tables), b(block) { start_phase(0); }
 
-  // In the round of active experts [a0, a1): the first step whose cost
-  // prefix is at least the round's first plus C * block / G (C the round's
-  // cost); monotone in block, the round's first step for block 0 and its end for block G.
+  // The first step whose cost prefix is at least C * block / G (C the phase's
+  // cost): monotone in block, 0 for block 0 and work(p) for block G.
   template <int kPhase>
-  __device__ static long long share_of(const RouteTables& t, int a0, int a1, int block) {
+  __device__ static long long share_of(const RouteTables& t, int block) {
     constexpr long long kSteps = (long long)Shape::mt(kPhase) * Shape::kb(kPhase);  // per token tile
     const int* cost0 = t.cost0 + kPhase * (kExperts + 1);
-    if (a0 == a1 || block >= kGrid) return (long long)t.tile0[a1] * kSteps;
-    const unsigned long long at =
-        (unsigned long long)cost0[a0] * kSteps + (unsigned long long)(cost0[a1] - cost0[a0]) * kSteps * block / kGrid;
+    if (t.n_active == 0 || block >= kGrid) return (long long)t.tiles * kSteps;
+    const unsigned long long at = (unsigned long long)cost0[t.n_active] * kSteps * block / kGrid;
     const int lo = last_where(t.n_active, [&](int a) { return (unsigned long long)cost0[a] * kSteps <= at; });
     // The cost into expert lo, below its cost: < 2^31 (at most 512 token tiles x 77 x 2^13 steps each).
     const unsigned x = unsigned(at - (unsigned long long)cost0[lo] * kSteps);
@@ -310,10 +281,9 @@ struct SegmentWalker {
 
   __device__ bool next(Segment& s) {
     while (step >= end) {
-      if (pass == contract::kPasses - 1) return false;
-      start_pass(pass + 1);
+      if (phase == 1) return false;
+      start_phase(1);
     }
-    s.pass = pass;
     s.phase = phase;
     const int tile = phase == 0 ? locate<Shape::mt(0), Shape::kb(0)>(s) : locate<Shape::mt(1), Shape::kb(1)>(s);
     step += s.k1 - s.k0;
