@@ -234,8 +234,9 @@ int main(int argc, char** argv) {
           // The last of a rotation over the sets (so the weights come from HBM), through its own graph.
           const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;
           runtime::DeviceBuffer buffer(slots * 8);
-          MOEJIT_CU(cuMemsetD8, buffer.ptr(), 0, slots * 8);
           for (bench::InputSet& s : sets) {
+            // Zeroed before each forward: the split-K wait slot accumulates (contract::TraceSlot).
+            MOEJIT_CU(cuMemsetD8Async, buffer.ptr(), 0, slots * 8, stream);
             runtime::MoeForwardArgs traced = args(s);
             traced.trace = buffer.ptr();
             layer.forward(traced, stream);

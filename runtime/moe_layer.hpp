@@ -92,7 +92,8 @@ struct MoeForwardArgs {
   CUdeviceptr workspace = 0;
   // A profiler's buffer (0: none): the compute role's CTAs record their
   // milestones into it, contract::kTraceSlots u64 per CTA of the plan's
-  // compute grid (contract::TraceSlot; `moejit_bench_moe --trace` reads it).
+  // compute grid (contract::TraceSlot; `moejit_bench_moe --trace` reads it),
+  // zeroed before the forward (the split-K wait slot is added to).
   CUdeviceptr trace = 0;
 };
 

@@ -145,7 +145,7 @@ enum TraceSlot : int {
   kTraceActReadyWait,      // activation producer, waiting for GEMM2 inputs to be handed off
   kTraceActWait,           // activation producer, waiting for a free stage
   kTraceConsumerPhase1,    // consumer thread 0, GEMM1 share done (epilogues included)
-  kTraceConsumerFlagWait,  // consumer thread 0, an item's owner waiting for its split-K pieces
+  kTraceConsumerFlagWait,  // consumer thread 0, owners waiting for their split-K pieces (added to)
   kTraceConsumerDone,      // consumer thread 0, last segment done
   kTraceExit,              // thread 0, after the epoch bookkeeping
   kTraceSteps0,            // K128 steps of GEMM1 this CTA streamed (a count)
