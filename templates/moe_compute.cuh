@@ -113,8 +113,11 @@ struct ComputeRole {
   }
 
   // One of this CTA's trace slots (contract::TraceSlot); nothing without a trace buffer.
+  __device__ static u64* trace_slot(const ComputeParams& p, int slot) {
+    return p.trace + blockIdx.x * contract::kTraceSlots + slot;
+  }
   __device__ static void trace(const ComputeParams& p, int slot, u64 value) {
-    if (p.trace) p.trace[blockIdx.x * contract::kTraceSlots + slot] = value;
+    if (p.trace) *trace_slot(p, slot) = value;
   }
   // mbar_wait, adding the nanoseconds it took to `waited` when tracing.
   __device__ static void timed_wait(const ComputeParams& p, u64* bar, u32 parity, u64& waited) {
@@ -399,9 +402,8 @@ struct ComputeRole {
         if (threadIdx.x == 0) {
           const u64 t0 = p.trace ? globaltimer() : 0;
           while (ld_acquire_gpu(ws.flags + slot + b) != tag) __nanosleep(64);
-          if (p.trace)
-            atomicAdd(&p.trace[blockIdx.x * contract::kTraceSlots + contract::kTraceConsumerFlagWait],
-                      globaltimer() - t0);
+          // Added in the buffer, not summed in a register: the consumers have none to spare.
+          if (p.trace) atomicAdd(trace_slot(p, contract::kTraceConsumerFlagWait), globaltimer() - t0);
         }
         named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
         const float* theirs = ws.partials + u64(slot + b) * kSlotFloats + threadIdx.x * (contract::kMaxTileN / 2);
