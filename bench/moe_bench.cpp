@@ -114,6 +114,8 @@ int main(int argc, char** argv) {
       codegen_options.tile_n = std::stoi(argv[++i]);
     else if (a == "--stages" && i + 1 < argc)
       codegen_options.stages = std::stoi(argv[++i]);
+    else if (a == "--decoded-scales")
+      codegen_options.decoded_scales = true;
     else if (a == "--input-bf16")
       codegen_options.input_bf16 = true;
     else if (a == "--shared-expert")  // the built-in models that have one (glm5.2, dsv4.1-flash), fused
@@ -130,7 +132,7 @@ int main(int argc, char** argv) {
                  "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model "
                  "glm5.2|dsv4.1-flash|gpt-oss-120b|gpt-oss-20b | --config FILE] "
                  "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] [--tile-n N] "
-                 "[--stages S] [--shared-expert] [--trace] [--pdl]\n");
+                 "[--stages S] [--decoded-scales] [--shared-expert] [--trace] [--pdl]\n");
       return 2;
     }
   }

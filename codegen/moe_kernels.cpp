@@ -85,7 +85,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kStages", plan.stages},
                  {"kGrid", plan.compute.grid},
                  {"kActivation", config.activation == Activation::gpt_oss ? 1 : 0},
-                 {"kShared", d.shared}};
+                 {"kShared", d.shared},
+                 {"kDecoded", plan.decoded_scales ? 1 : 0}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";
@@ -106,10 +107,11 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
       {"trace", ParamType::ptr, "moejit::u64*"},
   };
   s.static_checks = {
-      {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}, {}).total", plan.contract_path,
-                   plan.tiles, plan.tile_n, plan.stages, d.experts + d.shared, plan.compute.grid),
+      {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}, {}, {}).total", plan.contract_path,
+                   plan.tiles, plan.tile_n, plan.stages, d.experts + d.shared, plan.compute.grid, plan.decoded_scales),
        plan.compute.smem_bytes},
-      {fmt::format("moejit::contract::compute_threads({})", plan.groups), plan.compute.threads},
+      {fmt::format("moejit::contract::compute_threads({}, {})", plan.groups, plan.decoded_scales),
+       plan.compute.threads},
       {"sizeof(moejit::ComputeParams)", 9 * 8 + 4 + 4 + 4 + 4 + 8},  // 4 bytes of padding before trace
       {fmt::format("moejit::contract::weight_box_rows({})", plan.tiles), contract::weight_box_rows(plan.tiles)},
       workspace_check(d),

@@ -120,11 +120,21 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                     "GEMM1 and GEMM2 items join the list after the routed experts', finalize adds its row",
                     E, batch));
 
+  p.decoded_scales = options.decoded_scales;
+  if (p.decoded_scales && p.contract_path != contract::kPathSm90Fp8)
+    throw ConfigError("decoded_scales", fmt::format("decoded_scales = true is invalid for the {} atom: only the "
+                                                    "sm90-fp8-wgmma atom reads UE8M0 scale words in its K-loop",
+                                                    atom->name));
+  if (p.decoded_scales)
+    note(
+        "decoded scales: a third non-consumer warp turns each stage's UE8M0 scale words into FP32 for the "
+        "consumers (set by the options)");
+
   // Compute: the deepest pipeline (up to 12 stages) that lets `ctas` CTAs share an SM.
-  const int threads = contract::compute_threads(p.groups);
+  const int threads = contract::compute_threads(p.groups, p.decoded_scales);
   auto smem_for = [&](int ctas, int stages) {
     return contract::compute_smem_layout(p.contract_path, p.tiles, p.tile_n, stages, config.weight_experts(),
-                                         ctas * device.sm_count)
+                                         ctas * device.sm_count, p.decoded_scales)
         .total;
   };
   auto fits = [&](int ctas, int stages) {
@@ -160,9 +170,10 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                threads, smem_for(ctas, stages),
                ctas,    register_cap_for(device.regs_per_sm, threads, ctas)};
   note(fmt::format(
-      "compute grid {} = {} CTA(s) x {} SMs, persistent; {} threads ({} consumer warpgroup(s) + 2 "
-      "producer warps), {} B SMEM, .maxnreg {}",
-      p.compute.grid, ctas, device.sm_count, threads, p.groups, p.compute.smem_bytes, p.compute.register_cap));
+      "compute grid {} = {} CTA(s) x {} SMs, persistent; {} threads ({} consumer warpgroup(s) + {} "
+      "warps), {} B SMEM, .maxnreg {}",
+      p.compute.grid, ctas, device.sm_count, threads, p.groups,
+      p.decoded_scales ? "2 producer + 1 decoder" : "2 producer", p.compute.smem_bytes, p.compute.register_cap));
 
   // Dispatch: only when the compute role cannot read the caller's x as it is.
   const bool image = !contract::path_fp8_rows(p.contract_path);
@@ -233,6 +244,7 @@ void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
        {"tiles", p.tiles},
        {"tile_n", p.tile_n},
        {"stages", p.stages},
+       {"decoded_scales", p.decoded_scales},
        {"dispatch", p.dispatch},
        {"compute", p.compute},
        {"finalize", p.finalize},

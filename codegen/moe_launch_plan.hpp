@@ -28,6 +28,9 @@ struct MoeCodegenOptions {
   int tile_n = 0;       // 8, 16, 32 or 64
   int stages = 0;       // 2..16
   int ctas_per_sm = 0;  // 1..8
+  // A decoder warp turns each stage's UE8M0 scale words into FP32 for the consumers (the sm90-fp8-wgmma
+  // atom only; contract::compute_threads). Off by default until measured on a GPU.
+  bool decoded_scales = false;
 
   friend bool operator==(const MoeCodegenOptions&, const MoeCodegenOptions&) = default;
 };
@@ -57,6 +60,7 @@ struct MoeLaunchPlan {
   int tiles = 0;            // 64-row weight tiles per item (tiles / groups per warpgroup)
   int tile_n = 0;           // widest token tile of an item (wgmma N); an item uses the smallest of 8/16/32/64 that fits
   int stages = 0;
+  bool decoded_scales = false;  // the compute CTA's scale decoder warp (MoeCodegenOptions::decoded_scales)
   RolePlan dispatch, compute, finalize;
   std::int64_t workspace_bytes = 0;  // per stream
   std::vector<std::string> notes;    // each decision with its reason

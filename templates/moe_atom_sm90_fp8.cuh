@@ -129,16 +129,58 @@ __device__ __forceinline__ float ue8m0_byte_value(u32 word) {
 
 // A lane's scale words of one K128 step: its weight rows' (g and g+8 of each
 // tile) and its token columns' (8i + 2t + q), byte j = K32 block j.
-template <int N, int T>
+// wv<J>(u, h) is 2^(code - 127) of K32 block J for weight row g (h = 0) or
+// g + 8 (h = 1) of tile u, xv<J>(c) the same for the lane's token column c.
+template <int N, int T, bool kDecoded>
 struct StepScales {
   u32 w[T][2], x[N / 4];
+  template <int J>
+  __device__ float wv(int u, int h) const {
+    return ue8m0_byte_value<J>(w[u][h]);
+  }
+  template <int J>
+  __device__ float xv(int c) const {
+    return ue8m0_byte_value<J>(x[c]);
+  }
+};
+// The same decoded by the decoder warp (StageRing::kDecoded): four FP32 scales a row or column.
+template <int N, int T>
+struct StepScales<N, T, true> {
+  float w[T][2][4], x[N / 4][4];
+  template <class Ring>
+  __device__ void load(const Ring& ring, int s) {
+    const int tile0 = (threadIdx.x / 128) * T, warp = (threadIdx.x / 32) % contract::kConsumerWarps;
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float4 v = *reinterpret_cast<const float4*>(ring.w_scales_dec(s, tile0 + u, 16 * warp + g + 8 * h));
+        w[u][h][0] = v.x, w[u][h][1] = v.y, w[u][h][2] = v.z, w[u][h][3] = v.w;
+      }
+#pragma unroll
+    for (int c = 0; c < N / 4; ++c) {
+      const float4 v = *reinterpret_cast<const float4*>(ring.x_scales_dec(s, 8 * (c / 2) + 2 * t + c % 2));
+      x[c][0] = v.x, x[c][1] = v.y, x[c][2] = v.z, x[c][3] = v.w;
+    }
+  }
+  template <int J>
+  __device__ float wv(int u, int h) const {
+    return w[u][h][J];
+  }
+  template <int J>
+  __device__ float xv(int c) const {
+    return x[c][J];
+  }
 };
 // A lane's operands of one K128 step: the weight words (rows g and g+8 of K32
-// blocks 0..3 of each of the warpgroup's tiles) and the scale words.
-template <int N, int T>
+// blocks 0..3 of each of the warpgroup's tiles) and the scale words. Decoded
+// scales are not read ahead with the words: two steps' FP32 scales would not
+// fit beside the partial sums (the loops read them after the MMAs' wait).
+template <int N, int T, bool kDecoded>
 struct StepOperands {
   u32 words[T][8];
-  StepScales<N, T> scales;
+  StepScales<N, T, kDecoded> scales;
 
   template <class Ring>
   __device__ void load(const Ring& ring, int s) {
@@ -151,13 +193,17 @@ struct StepOperands {
       const uint4 h1 = *reinterpret_cast<const uint4*>(w + 512);
       words[u][0] = h0.x, words[u][1] = h0.y, words[u][2] = h0.z, words[u][3] = h0.w;
       words[u][4] = h1.x, words[u][5] = h1.y, words[u][6] = h1.z, words[u][7] = h1.w;
-      scales.w[u][0] = ring.w_scales(s, tile0 + u)[16 * warp + g];
-      scales.w[u][1] = ring.w_scales(s, tile0 + u)[16 * warp + g + 8];
+      if constexpr (!kDecoded) {
+        scales.w[u][0] = ring.w_scales(s, tile0 + u)[16 * warp + g];
+        scales.w[u][1] = ring.w_scales(s, tile0 + u)[16 * warp + g + 8];
+      }
     }
+    if constexpr (!kDecoded) {
 #pragma unroll
-    for (int i = 0; i < N / 8; ++i) {
-      scales.x[2 * i] = ring.x_scale(s, 8 * i + 2 * t);
-      scales.x[2 * i + 1] = ring.x_scale(s, 8 * i + 2 * t + 1);
+      for (int i = 0; i < N / 8; ++i) {
+        scales.x[2 * i] = ring.x_scale(s, 8 * i + 2 * t);
+        scales.x[2 * i + 1] = ring.x_scale(s, 8 * i + 2 * t + 1);
+      }
     }
   }
 };
@@ -204,7 +250,7 @@ struct AtomSm90Fp8 {
     steps = warp_uniform(steps);
     const int lane = threadIdx.x % 32;
     float part[T][4][N / 2];
-    StepOperands<N, T> op;
+    StepOperands<N, T, Ring::kDecoded> op;
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
@@ -229,7 +275,7 @@ struct AtomSm90Fp8 {
 #pragma unroll
         for (int j = 0; j < 4; ++j) Wgmma<N>::issue(part[u][j], a[u][j], desc + 2 * j);
       wgmma_commit();
-      const StepScales<N, T> now = op.scales;
+      auto now = op.scales;
       const int s_now = s;
       // Only the wait is conditional: registers that feed a wgmma must not be
       // written on a branch. Wide tiles read the next step after the wait
@@ -242,14 +288,15 @@ struct AtomSm90Fp8 {
       for (int u = 0; u < T; ++u)
 #pragma unroll
         for (int j = 0; j < 4; ++j) fence_operands(part[u][j]);
+      if constexpr (Ring::kDecoded) now.load(ring, s_now);
       release_stage(ring, s_now, lane);
       if constexpr (!kPrefetch) op.load(ring, s);
 #pragma unroll
       for (int u = 0; u < T; ++u) {
-        promote<N, 0>(acc[u], part[u][0], now.w[u], now.x);
-        promote<N, 1>(acc[u], part[u][1], now.w[u], now.x);
-        promote<N, 2>(acc[u], part[u][2], now.w[u], now.x);
-        promote<N, 3>(acc[u], part[u][3], now.w[u], now.x);
+        promote<N, 0>(acc[u], part[u][0], now, u);
+        promote<N, 1>(acc[u], part[u][1], now, u);
+        promote<N, 2>(acc[u], part[u][2], now, u);
+        promote<N, 3>(acc[u], part[u][3], now, u);
       }
     }
   }
@@ -266,7 +313,7 @@ struct AtomSm90Fp8 {
     steps = warp_uniform(steps);
     const int lane = threadIdx.x % 32;
     float part[T][2][N];  // [tile][K32 block of the half][large columns' N/2, then small columns' N/2]
-    StepOperands<N, T> op;
+    StepOperands<N, T, Ring::kDecoded> op;
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
@@ -283,11 +330,12 @@ struct AtomSm90Fp8 {
 #pragma unroll
       for (int u = 0; u < T; ++u) fence_operands(a[u]);
       const u32 desc = desc0 + u32(s * (Ring::kXStageBytes >> 4));
-      const StepScales<N, T> now = op.scales;
+      auto now = op.scales;
       const int s_now = s;
 
       issue_split_half<N, T, 0>(part, a, desc);
       wgmma_wait<0>();
+      if constexpr (Ring::kDecoded) now.load(ring, s_now);  // the stage is held until its release below
       scale_split_half<N, T, 0>(acc, part, now);
 
       issue_split_half<N, T, 1>(part, a, desc);
@@ -330,8 +378,8 @@ struct AtomSm90Fp8 {
 
   // A lane's accumulator of 2N columns holds its large columns' N/2 values, then the small columns' (the wgmma
   // D fragment: value i is column 8 (i / 4) + 2t + i % 2).
-  template <int N, int T, int H>
-  __device__ static void scale_split_half(float (&acc)[T][N / 2], float (&part)[T][2][N], const StepScales<N, T>& now) {
+  template <int N, int T, int H, class Scales>
+  __device__ static void scale_split_half(float (&acc)[T][N / 2], float (&part)[T][2][N], const Scales& now) {
     float sum[T][2][N / 2];
 #pragma unroll
     for (int u = 0; u < T; ++u)
@@ -343,19 +391,18 @@ struct AtomSm90Fp8 {
       }
 #pragma unroll
     for (int u = 0; u < T; ++u) {
-      promote<N, 2 * H>(acc[u], sum[u][0], now.w[u], now.x);
-      promote<N, 2 * H + 1>(acc[u], sum[u][1], now.w[u], now.x);
+      promote<N, 2 * H>(acc[u], sum[u][0], now, u);
+      promote<N, 2 * H + 1>(acc[u], sum[u][1], now, u);
     }
   }
 
   // acc += part * 2^(s_x - 127) * 2^(s_w - 127) for K32 block J of the step.
-  template <int N, int J>
-  __device__ static void promote(float (&acc)[N / 2], const float (&part)[N / 2], const u32 (&sw)[2],
-                                 const u32 (&sx)[N / 4]) {
-    const float w_lo = ue8m0_byte_value<J>(sw[0]), w_hi = ue8m0_byte_value<J>(sw[1]);
+  template <int N, int J, class Scales>
+  __device__ static void promote(float (&acc)[N / 2], const float (&part)[N / 2], const Scales& now, int u) {
+    const float w_lo = now.template wv<J>(u, 0), w_hi = now.template wv<J>(u, 1);
 #pragma unroll
     for (int i = 0; i < N / 8; ++i) {
-      const float x0 = ue8m0_byte_value<J>(sx[2 * i]), x1 = ue8m0_byte_value<J>(sx[2 * i + 1]);
+      const float x0 = now.template xv<J>(2 * i), x1 = now.template xv<J>(2 * i + 1);
       // The scale product first: 2^(s_w + s_x - 254) is exact whenever it is an FP32 value, while
       // part * 2^(s_x - 127) alone may overflow for a large s_x that a small s_w compensates.
       acc[4 * i + 0] = fmaf(part[4 * i + 0], x0 * w_lo, acc[4 * i + 0]);

@@ -74,7 +74,7 @@ __device__ __forceinline__ float gated_activation(float gate, float up, float cl
 }
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, class Atom>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded, class Atom>
 struct ComputeRole {
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
@@ -86,17 +86,19 @@ struct ComputeRole {
   static constexpr int kSlots = kExperts + kShared;
   static constexpr int kSharedRoute0 = int(contract::shared_route0(kDims));
   static constexpr contract::ComputeSmemLayout kSmem =
-      contract::compute_smem_layout(kPath, kTiles, kTileN, kStages, kSlots, kGrid);
+      contract::compute_smem_layout(kPath, kTiles, kTileN, kStages, kSlots, kGrid, kDecoded);
   static constexpr int kT = kTiles / kGroups;  // 64-row tiles per consumer warpgroup
   static constexpr int kConsumerThreads = contract::consumer_threads(kGroups);
-  static constexpr int kThreads = contract::compute_threads(kGroups);
-  static constexpr int kWeightWarp = kConsumerThreads / 32, kActivationWarp = kWeightWarp + 1;
+  static constexpr int kThreads = contract::compute_threads(kGroups, kDecoded);
+  static constexpr int kWeightWarp = kConsumerThreads / 32, kActivationWarp = kWeightWarp + 1,
+                       kDecodeWarp = kActivationWarp + 1;
+  static_assert(!kDecoded || kPath == contract::kPathSm90Fp8, "decoded scales: the E4M3 wgmma atom's UE8M0 words");
   static constexpr contract::WorkspaceLayout kWs = contract::workspace_layout(kDims);
   static constexpr int kChunkBytes = contract::x_chunk_bytes(kPath);
   static constexpr int kChunks = kChunkBytes / 16;  // cp.async chunks of one token's K128 slice
   static constexpr int kKb2 = kInter / 128;
   static_assert(kKb2 <= 32, "GEMM2 readiness is tracked in a 32-bit mask of K128 blocks");
-  using Ring = StageRing<kPath, kTiles, kTileN, kStages>;
+  using Ring = StageRing<kPath, kTiles, kTileN, kStages, kDecoded != 0>;
   using Walker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileN, kGrid, Atom, kSmem.shares>;
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
   static_assert(contract::compute_smem_valid(kPath, kGroups, kTiles, kTileN, kStages, kSlots), "compute SMEM layout");
@@ -321,6 +323,38 @@ struct ComputeRole {
       trace(p, contract::kTraceActWait, waited);
       trace(p, contract::kTraceActRoutes, routes_time);
     }
+  }
+
+  // The decoder warp (kDecoded): once both producers have filled a stage, every
+  // scale word of it (its weight rows' and its token columns') becomes four FP32
+  // powers of two in wdec / xdec, and each lane arrives on decoded[s]. The
+  // consumers' loops then read ready scales: decoding them there cost ~24
+  // integer operations a thread per K128 step (ncu: the consumers' issue rate
+  // bounds the layer from B = 8 up).
+  __device__ static void scale_decoder(const Ring& ring, Walker walker) {
+    const int lane = threadIdx.x % 32;
+    StageCursor<kStages> cur;
+    Segment sg;
+    while (walker.next(sg)) {
+      for (int k = sg.k0; k < sg.k1; ++k) {
+        const int s = cur.stage;
+        mbar_wait(&ring.full_w[s], cur.phase);
+        mbar_wait(&ring.full_x[s], cur.phase);
+#pragma unroll
+        for (int i = 0; i < kTiles * contract::kWeightTileRows / 32; ++i) {
+          const int r = lane + 32 * i, tile = r / contract::kWeightTileRows, row = r % contract::kWeightTileRows;
+          store_pow2s(ring.w_scales_dec(s, tile, row), ring.w_scales(s, tile)[row]);
+        }
+#pragma unroll
+        for (int n = lane; n < kTileN; n += 32) store_pow2s(ring.x_scales_dec(s, n), ring.x_scale(s, n));
+        mbar_arrive(&ring.decoded[s]);  // every lane, after its own stores
+        cur.advance();
+      }
+    }
+  }
+  __device__ static void store_pow2s(float* dst, u32 word) {
+    *reinterpret_cast<float4*>(dst) = make_float4(ue8m0_byte_value<0>(word), ue8m0_byte_value<1>(word),
+                                                  ue8m0_byte_value<2>(word), ue8m0_byte_value<3>(word));
   }
 
   __device__ static const u8* row_source(const ComputeParams& p, const Workspace& ws, int phase, int route) {
@@ -607,7 +641,10 @@ struct ComputeRole {
                     reinterpret_cast<int*>(smem + kSmem.route),
                     reinterpret_cast<u64*>(smem + kSmem.full_w),
                     reinterpret_cast<u64*>(smem + kSmem.full_x),
-                    reinterpret_cast<u64*>(smem + kSmem.empty)};
+                    reinterpret_cast<u64*>(smem + kSmem.empty),
+                    reinterpret_cast<u64*>(smem + kSmem.decoded),
+                    reinterpret_cast<float*>(smem + kSmem.wdec),
+                    reinterpret_cast<float*>(smem + kSmem.xdec)};
     int* s_scratch = reinterpret_cast<int*>(smem + kSmem.scratch);
     const Workspace ws = workspace(p.ws);
     if (threadIdx.x == 0) {
@@ -615,6 +652,7 @@ struct ComputeRole {
         mbar_init(&ring.full_w[s], 1);
         mbar_init(&ring.full_x[s], 32);  // each producer lane, once its copies are issued and route ids stored
         mbar_init(&ring.empty[s], contract::kConsumerWarps * kGroups);
+        if (kDecoded) mbar_init(&ring.decoded[s], 32);
       }
       fence_barrier_init();
       s_scratch[63] = ws.header->epoch + 1;  // this forward's tag
@@ -633,6 +671,8 @@ struct ComputeRole {
       weight_producer(p, ring, walker);
     else if (warp == kActivationWarp)
       activation_producer(p, ring, walker, ws, tables);
+    else if (kDecoded && warp == kDecodeWarp)
+      scale_decoder(ring, walker);
     else
       consumer(p, ring, walker, ws, reinterpret_cast<float*>(smem + kSmem.amax), tag);
 
@@ -661,29 +701,29 @@ struct ComputeRole {
 };
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, AtomSm90Fp8>::run(p);
+              kShared, kDecoded, AtomSm90Fp8>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, AtomSm90Bf16>::run(p);
+              kShared, kDecoded, AtomSm90Bf16>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, AtomSm90Bf16W4A16>::run(p);
+              kShared, kDecoded, AtomSm90Bf16W4A16>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, AtomSm120>::run(p);
+              kShared, kDecoded, AtomSm120>::run(p);
 }
 #endif
 

@@ -62,8 +62,10 @@ constexpr int kMaxGroups = 2;
 MOEJIT_HD constexpr int consumer_threads(int groups) {
   return 32 * kConsumerWarps * groups;
 }
-MOEJIT_HD constexpr int compute_threads(int groups) {
-  return consumer_threads(groups) + 64;
+// `decoded`: a third warp after the two producers decodes each stage's UE8M0 scale words to FP32
+// (compute_smem_layout's wdec / xdec), so the consumers' loops do not.
+MOEJIT_HD constexpr int compute_threads(int groups, bool decoded = false) {
+  return consumer_threads(groups) + 64 + (decoded ? 32 : 0);
 }
 
 // One weight step: 64 rows x K128 of E2M1 codes in the atom's fragment order
@@ -271,6 +273,9 @@ struct ComputeSmemLayout {
   int full_w;   // u64 [stages]
   int full_x;   // u64 [stages]
   int empty;    // u64 [stages]
+  int decoded;  // u64 [stages] (decoded scales only): the decoder warp's arrivals, once per lane
+  int wdec;     // float [stages][tiles][64][4] (decoded scales only): 2^(code - 127) of each row's K32 blocks
+  int xdec;     // float [stages][tile_n][4] (decoded scales only): the same of each token column
   int amax;     // float [tiles][kConsumerWarps][tile_n]
   int active;   // int [E]: expert id of active index a
   int count;    // int [E]: routes of active index a
@@ -284,7 +289,7 @@ struct ComputeSmemLayout {
 
 // `experts`: the schedule's, E + shared (the fused shared expert is one more); `grid`: the compute role's.
 MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, int tile_n, int stages, int experts,
-                                                          int grid) {
+                                                          int grid, bool decoded = false) {
   ComputeSmemLayout l{};
   int at = 0;
   l.x = at, at += (int)align_up((long long)stages * x_stage_bytes(path, tile_n), 1024);
@@ -295,6 +300,10 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
   l.full_w = at, at += 8 * stages;
   l.full_x = at, at += 8 * stages;
   l.empty = at, at += 8 * stages;
+  l.decoded = at, at += decoded ? 8 * stages : 0;
+  if (decoded) at = (int)align_up(at, 16);  // LDS.128 of a row's or a column's four scales
+  l.wdec = at, at += decoded ? 16 * stages * tiles * kWeightTileRows : 0;
+  l.xdec = at, at += decoded ? 16 * stages * tile_n : 0;
   l.amax = at, at += 4 * tiles * kConsumerWarps * tile_n;
   l.active = at, at += 4 * experts;
   l.count = at, at += 4 * experts;

@@ -11,10 +11,13 @@
 
 namespace moejit {
 
-template <int kPath, int kTiles, int kTileN, int kStages>
+// kDecoded: a decoder warp turns each stage's scale words into FP32 (wdec, xdec) and then arrives on
+// decoded[s]; the consumers wait on that alone (the decoder waited on both full barriers first).
+template <int kPath, int kTiles, int kTileN, int kStages, bool kDecodedScales = false>
 struct StageRing {
   static constexpr int kXStageBytes = contract::x_stage_bytes(kPath, kTileN);
   static constexpr int kWBytes = kTiles * contract::kWeightStepBytes;
+  static constexpr bool kDecoded = kDecodedScales;
   u8* x;       // [kStages][kXStageBytes]: each stage's X tile
   u8* w;       // [kStages][kTiles][kWeightStepBytes]
   u32* xs;     // [kStages][kTileN] scale records (contract::kScaleRecordBytes)
@@ -22,6 +25,9 @@ struct StageRing {
   u64* full_w;
   u64* full_x;
   u64* empty;
+  u64* decoded = nullptr;  // [kStages] (kDecoded)
+  float* wdec = nullptr;   // [kStages][kTiles][64][4] (kDecoded)
+  float* xdec = nullptr;   // [kStages][kTileN][4] (kDecoded)
 
   __device__ u8* x_tile(int s) const { return x + s * kXStageBytes; }
   // GEMM1's small rows of a segment of n token columns (contract::path_split_rows, contract::x_stage_bytes).
@@ -37,6 +43,11 @@ struct StageRing {
     return xs + (s * kTileN + n) * (contract::kScaleRecordBytes / 4);
   }
   __device__ const int* routes(int s) const { return route + s * kTileN; }
+  // kDecoded: the four K32 blocks' scales of row `row` of tile `tile`, and of token column n, in stage s.
+  __device__ float* w_scales_dec(int s, int tile, int row) const {
+    return wdec + ((s * kTiles + tile) * contract::kWeightTileRows + row) * 4;
+  }
+  __device__ float* x_scales_dec(int s, int n) const { return xdec + (s * kTileN + n) * 4; }
 };
 
 // A role's position in the ring.
@@ -52,8 +63,12 @@ struct StageCursor {
 // Consumer side: wait until stage s holds both operands.
 template <class Ring>
 __device__ __forceinline__ void wait_full(const Ring& ring, int s, u32 phase) {
-  mbar_wait(&ring.full_w[s], phase);
-  mbar_wait(&ring.full_x[s], phase);
+  if constexpr (Ring::kDecoded) {
+    mbar_wait(&ring.decoded[s], phase);  // ordered after both full barriers by the decoder's own waits
+  } else {
+    mbar_wait(&ring.full_w[s], phase);
+    mbar_wait(&ring.full_x[s], phase);
+  }
 }
 // Consumer side: this warp is done with stage s.
 template <class Ring>

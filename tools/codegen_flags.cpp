@@ -21,6 +21,8 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"tile-n", true, "token tile override: 8, 16, 32 or 64 (default: planned)", "N"},
       {"stages", true, "compute pipeline depth override, 2..16 (default: planned)", "S"},
       {"ctas-per-sm", true, "compute CTAs per SM override, 1..8 (default: planned)", "C"},
+      {"decoded-scales", false,
+       "a decoder warp turns the fast path's UE8M0 scale words into FP32 for the consumers (default: off)"},
   };
 }
 
@@ -35,6 +37,7 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
   o.tile_n = static_cast<int>(args.get_int("tile-n", 0, 0, 64));
   o.stages = static_cast<int>(args.get_int("stages", 0, 0, 16));
   o.ctas_per_sm = static_cast<int>(args.get_int("ctas-per-sm", 0, 0, 8));
+  o.decoded_scales = args.has("decoded-scales");
   try {
     codegen::validate(o);
   } catch (const codegen::ConfigError& e) {

@@ -253,6 +253,44 @@ TEST_CASE("a traced forward records each compute CTA's milestones in order and g
   MOEJIT_CU(cuStreamDestroy, s);
 }
 
+TEST_CASE("decoded scales (MoeCodegenOptions::decoded_scales) give the fast path's bytes and pass its checks") {
+  // The decoder warp computes each scale exactly as the consumers' own decode (ue8m0_byte_value), and the
+  // products and sums run in the same order: the output must not change by a bit. W2's codes spread over
+  // [30, 220] so that the decoded values span most of the exponent range.
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = codegen::builtin_model("glm5.2");
+  const reference::MoeProblem p = oracle::problem_of(config);
+  oracle::WeightScales scales;
+  scales.w2_lo = 30;
+  scales.w2_hi = 220;
+  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() ^ 0xDEC0DEull, scales);
+  runtime::MoeLayerOptions plain_options, decoded_options;
+  plain_options.codegen.path = decoded_options.codegen.path = codegen::ComputePath::fast;
+  decoded_options.codegen.decoded_scales = true;
+  runtime::MoeLayer plain(config, w.device(), plain_options), decoded(config, w.device(), decoded_options);
+  CUstream s;
+  MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+  std::uint64_t case_seed = gpu_test::seed() ^ 0xDEC0DEull;
+  for (const int b : {1, 8, 64, 256})
+    for (const oracle::RoutingKind routing : {oracle::RoutingKind::uniform, oracle::RoutingKind::zipf}) {
+      INFO("B=", b, " routing ", int(routing));
+      CHECK(decoded.plan(b).decoded_scales);
+      const oracle::RandomInputs in = oracle::random_inputs(p, b, routing, ++case_seed);
+      DeviceInputs dev(p, b);
+      dev.upload(in, s);
+      plain.forward(dev.args(b), s);
+      const std::vector<std::uint16_t> want = download_sync(dev.y, s);
+      MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
+      decoded.forward(dev.args(b), s);
+      CHECK(download_sync(dev.y, s) == want);
+      const oracle::MoeCheckResult r = oracle::check_forward(decoded, w, b, routing, case_seed);
+      CHECK_MESSAGE(r.passed(), r.summary());
+    }
+  plain.release_stream(s);
+  decoded.release_stream(s);
+  MOEJIT_CU(cuStreamDestroy, s);
+}
+
 TEST_CASE("8 layers sharing one caller workspace on one stream give the bytes of 8 layers with their own") {
   // Engine-owned memory (issue 13): one workspace, zeroed once, serves every
   // layer of a decode step in turn, because each forward leaves it ready for

@@ -14,8 +14,11 @@
 // at N = 8 (B <= 16 of the real models) issues 19.4 instructions and 9.9
 // integer ops per 8 weights, at N = 16 25.2 and 11.9; GEMM1's on split rows
 // (one wgmma of 2N columns per K32 block, the step in two halves) 21.4 and 9.6
-// at N = 8, 28.8 and 11.4 at N = 16. A change that grows a loop past them
-// fails here, before a GPU ever runs it.
+// at N = 8, 28.8 and 11.4 at N = 16. With decoded scales (a decoder warp
+// writes each stage's scales as FP32, MoeCodegenOptions::decoded_scales) the
+// same four loops issue 15.2 / 19.4 / 17.1 / 23.6 and 5.8 / 6.1 / 6.1 / 6.8:
+// each UE8M0 byte cost them three integer operations. A change that grows a
+// loop past its budget fails here, before a GPU ever runs it.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -36,11 +39,12 @@ namespace {
 std::string g_nvdisasm;
 
 struct Budget {
-  int batch;       // GLM5.2 forward whose plan runs this token width
-  int n;           // wgmma N of the loop
-  double issued;   // instructions per 8 weights
-  double integer;  // integer-pipe instructions per 8 weights
-  bool split;      // GEMM1's loop on split rows: one wgmma of 2n columns per K32 block, two waits per step
+  int batch;             // GLM5.2 forward whose plan runs this token width
+  int n;                 // wgmma N of the loop
+  double issued;         // instructions per 8 weights
+  double integer;        // integer-pipe instructions per 8 weights
+  bool split;            // GEMM1's loop on split rows: one wgmma of 2n columns per K32 block, two waits per step
+  bool decoded = false;  // MoeCodegenOptions::decoded_scales: the loop reads FP32 scales a decoder warp wrote
 };
 }  // namespace
 
@@ -77,11 +81,16 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   codegen::MoeCodegenOptions fast;
   fast.path = codegen::ComputePath::fast;
-  for (const Budget& b : {Budget{8, 8, 20.5, 10.5, false}, Budget{64, 16, 26.5, 12.5, false},
-                          Budget{8, 8, 22.5, 10.0, true}, Budget{64, 16, 30.0, 12.0, true}}) {
+  for (const Budget& b :
+       {Budget{8, 8, 20.5, 10.5, false}, Budget{64, 16, 26.5, 12.5, false}, Budget{8, 8, 22.5, 10.0, true},
+        Budget{64, 16, 30.0, 12.0, true}, Budget{8, 8, 16.0, 6.5, false, true}, Budget{64, 16, 20.5, 6.5, false, true},
+        Budget{8, 8, 18.0, 6.5, true, true}, Budget{64, 16, 25.0, 7.5, true, true}}) {
     CAPTURE(b.batch);
     CAPTURE(b.split);
-    const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, b.batch, h200, fast);
+    CAPTURE(b.decoded);
+    codegen::MoeCodegenOptions options = fast;
+    options.decoded_scales = b.decoded;
+    const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, b.batch, h200, options);
     const jit::BuildArtifacts built = jit::build_kernel(codegen::moe_compute_spec(glm, plan));
     const std::vector<sass::LoopMix> loops = sass::mma_loops(sass::disassemble(g_nvdisasm, built.cubin));
     // Per iteration (one K128 step) a consumer thread expands 8 words of 8 codes for each of its tiles.
@@ -94,10 +103,10 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
       ++found;
       const double issued = loop.instructions / eights, integer = loop.alu / eights;
       MESSAGE(
-          fmt::format("{}N = {} loop {}: {} instructions per K128 step ({} integer, {} IMAD, {} FP32, {} MMA) = "
+          fmt::format("{}{}N = {} loop {}: {} instructions per K128 step ({} integer, {} IMAD, {} FP32, {} MMA) = "
                       "{:.1f} issued and {:.1f} integer per 8 weights (budget {} and {})",
-                      b.split ? "split " : "", b.n, loop.label, loop.instructions, loop.alu, loop.imad, loop.fp32,
-                      loop.mma, issued, integer, b.issued, b.integer));
+                      b.decoded ? "decoded scales, " : "", b.split ? "split " : "", b.n, loop.label, loop.instructions,
+                      loop.alu, loop.imad, loop.fp32, loop.mma, issued, integer, b.issued, b.integer));
       CHECK(issued <= b.issued);
       CHECK(integer <= b.integer);
     }

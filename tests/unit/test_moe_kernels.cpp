@@ -163,6 +163,39 @@ TEST_CASE("the routing prologue's tables fit 2048 experts at tile_n 8 on both sm
   }
 }
 
+TEST_CASE("decoded scales add a decoder warp and its SMEM to the fast atom's compute kernel, and nothing else") {
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  codegen::MoeCodegenOptions o;
+  o.path = codegen::ComputePath::fast;
+  const codegen::MoeLaunchPlan plain = codegen::plan_launch(glm, 32, h200, o);
+  o.decoded_scales = true;
+  const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, 32, h200, o);
+  CHECK_FALSE(plain.decoded_scales);
+  CHECK(plan.decoded_scales);
+  CHECK(plan.compute.threads == plain.compute.threads + 32);
+  // FP32 scales of every weight row and token column of a stage: 16 B each, and a barrier.
+  const auto layout = contract::compute_smem_layout(plan.contract_path, plan.tiles, plan.tile_n, plan.stages,
+                                                    glm.weight_experts(), plan.compute.grid, true);
+  CHECK(layout.xdec - layout.wdec == 16 * plan.stages * plan.tiles * 64);
+  CHECK(layout.amax - layout.xdec == 16 * plan.stages * plan.tile_n);
+  CHECK(plan.compute.smem_bytes == layout.total);
+  CHECK(plan.stages <= plain.stages);
+  const codegen::KernelSpec spec = codegen::moe_compute_spec(glm, plan);
+  CHECK(spec.constants.back().first == "kDecoded");
+  CHECK(spec.constants.back().second == 1);
+  CHECK(codegen::moe_compute_spec(glm, plain).constants.back().second == 0);
+  CHECK(plan.dispatch == plain.dispatch);
+  CHECK(plan.finalize == plain.finalize);
+  CHECK(plan.workspace_bytes == plain.workspace_bytes);
+
+  o.path = codegen::ComputePath::exact;
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(glm, 8, h200, o),
+                       "decoded_scales = true is invalid for the sm90-bf16-mma atom: only the sm90-fp8-wgmma atom "
+                       "reads UE8M0 scale words in its K-loop",
+                       codegen::ConfigError);
+}
+
 TEST_CASE("every role and transform of each atom compiles and assembles, and the sm_120a atom keeps its MMA") {
   for (const Variant& v : variants()) {
     CAPTURE(v.profile.name);
