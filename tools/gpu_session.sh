@@ -14,6 +14,8 @@
 #             fused shared expert (both recipes) once (and dist/old/moejit_bench_moe once, if carried)
 #   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
+#   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, and the fast path
+#             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each)
 #
 # Every step runs even when one before it failed. What comes back from $OUT:
 # summary.txt (a line per step: status, seconds, log) and logs/ (the logs,
@@ -86,6 +88,15 @@ for step in "${steps[@]}"; do
       run python-overhead.log env PYTHONPATH=/tmp/moejit-py python3 bench/python_overhead.py
       run example.log env PYTHONPATH=/tmp/moejit-py python3 examples/torch_moe_block.py --batch 8
       ;;
-    *) echo "unknown step '$step' (tests memcheck plan bench python)" | tee -a "$OUT/summary.txt" ;;
+    decoded)
+      run gpu-tests-decoded.log moejit_gpu_tests -tc='decoded scales*'
+      run memcheck-decoded.log compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model glm5.2 \
+        --batch 8 --decoded-scales
+      # One log (a call returns only a few files), each run under its own #### header.
+      run bench-decoded-ab.log bash -c 'for model in glm5.2 dsv4.1-flash; do for i in 1 2; do
+          for flag in "" --decoded-scales; do echo "#### moejit_bench_moe --model $model $flag";
+            moejit_bench_moe --model $model $flag || exit 1; done; done; done'
+      ;;
+    *) echo "unknown step '$step' (tests memcheck plan bench python decoded)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
