@@ -275,7 +275,8 @@ struct AtomSm90Fp8 {
 #pragma unroll
         for (int j = 0; j < 4; ++j) Wgmma<N>::issue(part[u][j], a[u][j], desc + 2 * j);
       wgmma_commit();
-      auto now = op.scales;
+      StepScales<N, T, Ring::kDecoded> now;  // decoded: read after the MMAs' wait (StepOperands)
+      if constexpr (!Ring::kDecoded) now = op.scales;
       const int s_now = s;
       // Only the wait is conditional: registers that feed a wgmma must not be
       // written on a branch. Wide tiles read the next step after the wait
@@ -330,7 +331,8 @@ struct AtomSm90Fp8 {
 #pragma unroll
       for (int u = 0; u < T; ++u) fence_operands(a[u]);
       const u32 desc = desc0 + u32(s * (Ring::kXStageBytes >> 4));
-      auto now = op.scales;
+      StepScales<N, T, Ring::kDecoded> now;  // decoded: read after the MMAs' wait (StepOperands)
+      if constexpr (!Ring::kDecoded) now = op.scales;
       const int s_now = s;
 
       issue_split_half<N, T, 0>(part, a, desc);
