@@ -14,7 +14,9 @@
 //   and the activation producer warp: the token rows of the item (gathered by route,
 //        16-byte cp.async into the atom's layout), their scale words and the
 //        route ids; a GEMM2 step first waits until the GEMM1 tiles feeding
-//        its K128 block of the intermediate have been handed off.
+//        its K128 block of the intermediate have been handed off;
+//   and, with decoded scales (kDecoded), the decoder warp: each filled stage's
+//        UE8M0 scale words as FP32 for the consumers (scale_decoder).
 // The Atom (moe_atom_*.cuh) owns the math: operand reads, the K loop, when a
 // stage is released, the handoff format and the accumulator scale.
 

@@ -1,10 +1,12 @@
 #pragma once
 // The compute role's stage ring: the views of one stage's buffers and the
-// three barrier sets. Producers fill stage s (weights on full_w[s], staged
+// barrier sets. Producers fill stage s (weights on full_w[s], staged
 // activations, scale words and route ids on full_x[s]); the consumer
-// warpgroup waits on both and, when its MMA atom is done reading, releases
-// the stage on empty[s] (one arrival per consumer warp). Every role walks the
-// same step sequence, so each keeps its own (stage, phase) cursor.
+// warpgroup waits on both (with decoded scales, on decoded[s], which the
+// decoder warp arrives on after both and its FP32 scales) and, when its MMA
+// atom is done reading, releases the stage on empty[s] (one arrival per
+// consumer warp). Every role walks the same step sequence, so each keeps its
+// own (stage, phase) cursor.
 
 #include "moe_contract.cuh"
 #include "moe_ptx.cuh"
