@@ -14,8 +14,9 @@
 #             fused shared expert (both recipes) once (and dist/old/moejit_bench_moe once, if carried)
 #   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
-#   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, and the fast path
-#             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each)
+#   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
+#             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each), and
+#             ncu's issue activity of both at GLM5.2 B = 32
 #
 # Every step runs even when one before it failed. What comes back from $OUT:
 # summary.txt (a line per step: status, seconds, log) and logs/ (the logs,
@@ -96,6 +97,11 @@ for step in "${steps[@]}"; do
       run bench-decoded-ab.log bash -c 'for model in glm5.2 dsv4.1-flash; do for i in 1 2; do
           for flag in "" --decoded-scales; do echo "#### moejit_bench_moe --model $model $flag";
             moejit_bench_moe --model $model $flag || exit 1; done; done; done'
+      # The consumers' issue rate with and without (ncu, GLM5.2 B = 32, one compute launch each).
+      run ncu-decoded.log bash -c 'for flag in "" --decoded-scales; do echo "#### $flag";
+          ncu --clock-control none -k regex:moe_compute --launch-skip 30 --launch-count 1 --metrics \
+            smsp__issue_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed.sum,gpu__time_duration.sum,dram__cycles_active.avg.pct_of_peak_sustained_elapsed \
+            moejit_bench_moe --model glm5.2 --batches 32 $flag || exit 1; done'
       ;;
     *) echo "unknown step '$step' (tests memcheck plan bench python decoded)" | tee -a "$OUT/summary.txt" ;;
   esac
