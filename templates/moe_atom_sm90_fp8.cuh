@@ -235,8 +235,23 @@ struct AtomSm90Fp8 {
   // (moe_schedule.cuh).
   static constexpr int kStepCost[2][4] = {{24, 32, 47, 77}, {20, 26, 37, 61}};
 
+  // Decoded scales (StageRing::kDecoded), by one warp: every scale word of stage s, its weight rows' and its
+  // token columns', as the four FP32 values StepScales<N, T, true> reads.
+  template <int kTiles, int kTileN, class Ring>
+  __device__ static void decode_scales(const Ring& ring, int s, int lane) {
+#pragma unroll
+    for (int i = 0; i < kTiles * contract::kWeightTileRows / 32; ++i) {
+      const int r = lane + 32 * i, tile = r / contract::kWeightTileRows, row = r % contract::kWeightTileRows;
+      store_pow2s(ring.w_scales_dec(s, tile, row), ring.w_scales(s, tile)[row]);
+    }
+#pragma unroll
+    for (int n = lane; n < kTileN; n += 32) store_pow2s(ring.x_scales_dec(s, n), ring.x_scale(s, n));
+  }
+
   // Where the 16-byte chunk c (of 8) of token column n's K128 slice goes (the 128B swizzle).
-  __device__ static u32 x_chunk_offset(int n, int c) { return u32(n * 128 + ((c ^ (n & 7)) << 4)); }
+  __device__ static u32 x_chunk_offset(int n, int c) {
+    return u32(n * 128 + ((c ^ (n & 7)) << 4));
+  }
 
   // Runs `steps` K128 steps of one segment with N token columns on T 64-row
   // tiles of the warpgroup. Per step: the T * 4 K32 wgmmas are issued
@@ -396,6 +411,11 @@ struct AtomSm90Fp8 {
       promote<N, 2 * H>(acc[u], sum[u][0], now, u);
       promote<N, 2 * H + 1>(acc[u], sum[u][1], now, u);
     }
+  }
+
+  __device__ static void store_pow2s(float* dst, u32 word) {
+    *reinterpret_cast<float4*>(dst) = make_float4(ue8m0_byte_value<0>(word), ue8m0_byte_value<1>(word),
+                                                  ue8m0_byte_value<2>(word), ue8m0_byte_value<3>(word));
   }
 
   // acc += part * 2^(s_x - 127) * 2^(s_w - 127) for K32 block J of the step.

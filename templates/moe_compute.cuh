@@ -342,21 +342,11 @@ struct ComputeRole {
         const int s = cur.stage;
         mbar_wait(&ring.full_w[s], cur.phase);
         mbar_wait(&ring.full_x[s], cur.phase);
-#pragma unroll
-        for (int i = 0; i < kTiles * contract::kWeightTileRows / 32; ++i) {
-          const int r = lane + 32 * i, tile = r / contract::kWeightTileRows, row = r % contract::kWeightTileRows;
-          store_pow2s(ring.w_scales_dec(s, tile, row), ring.w_scales(s, tile)[row]);
-        }
-#pragma unroll
-        for (int n = lane; n < kTileN; n += 32) store_pow2s(ring.x_scales_dec(s, n), ring.x_scale(s, n));
+        if constexpr (kDecoded != 0) Atom::template decode_scales<kTiles, kTileN>(ring, s, lane);  // its atom's
         mbar_arrive(&ring.decoded[s]);  // every lane, after its own stores
         cur.advance();
       }
     }
-  }
-  __device__ static void store_pow2s(float* dst, u32 word) {
-    *reinterpret_cast<float4*>(dst) = make_float4(ue8m0_byte_value<0>(word), ue8m0_byte_value<1>(word),
-                                                  ue8m0_byte_value<2>(word), ue8m0_byte_value<3>(word));
   }
 
   __device__ static const u8* row_source(const ComputeParams& p, const Workspace& ws, int phase, int route) {
