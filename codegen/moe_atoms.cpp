@@ -24,6 +24,8 @@ const std::vector<AtomTraits>& all_atoms() {
       // One CTA of two consumer warpgroups per SM, each on two 64-row tiles: a 256-row item shares each
       // activation stage, and one scale decode and barrier round serve twice the weights. Ten warps leave
       // 168 registers a thread (three warps on some SM sub-partition's 16K registers).
+      // At B <= 4 a 5-stage ring runs 1-2.5 points of the floor faster than the 10 stages that fit, and
+      // from B = 8 up depth 4-10 measure the same (H200, bench/results/2026-12-02/s4-stages-sweep.log).
       {Arch::sm_90a,
        ComputePath::fast,
        Recipe::w4a8_mx,
@@ -36,7 +38,8 @@ const std::vector<AtomTraits>& all_atoms() {
        2,
        4,
        1,
-       16},
+       16,
+       {4, 5}},
       // Three CTAs of one warpgroup: the BF16 mma.sync loop is issue-bound and more warps hide its latency;
       // 96 registers a thread hold a 16-column tile (32 spills).
       {Arch::sm_90a,

@@ -45,6 +45,12 @@ struct AtomTraits {
   int tiles;        // 64-row weight tiles per item (a multiple of groups) where the model's M extents allow
   int ctas_per_sm;  // compute CTAs per SM the planner aims for (0: from the SMEM budget)
   int max_tile_n;   // the widest token tile its mainloop runs without serializing
+  // A measured cap on the ring's depth for small forwards (0: none): up to
+  // max_batch tokens, the compute ring has at most `stages` stages.
+  struct SmallBatchRing {
+    int max_batch = 0;
+    int stages = 0;
+  } small_batch_ring = {};
 };
 
 // The atom for (target, path, recipe); nullptr when the target has no such path.

@@ -163,6 +163,25 @@ TEST_CASE("the routing prologue's tables fit 2048 experts at tile_n 8 on both sm
   }
 }
 
+TEST_CASE("the fast atom's ring is 5 stages deep up to B = 4, as deep as SMEM allows from B = 8, unless set") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+    CAPTURE(model);
+    const codegen::MoeConfig c = codegen::builtin_model(model);
+    codegen::MoeCodegenOptions o;
+    o.path = codegen::ComputePath::fast;
+    const int deep = codegen::plan_launch(c, 8, h200, o).stages;
+    CHECK(deep > 5);
+    for (int b : {1, 2, 4}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 5);
+    CHECK(codegen::plan_launch(c, 5, h200, o).stages == deep);
+    o.stages = 8;
+    CHECK(codegen::plan_launch(c, 1, h200, o).stages == 8);  // the options win
+    o.stages = 0;
+    o.path = codegen::ComputePath::exact;  // measured for the fast atom only
+    CHECK(codegen::plan_launch(c, 1, h200, o).stages == codegen::plan_launch(c, 8, h200, o).stages);
+  }
+}
+
 TEST_CASE("decoded scales add a decoder warp and its SMEM to the fast atom's compute kernel, and nothing else") {
   const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
