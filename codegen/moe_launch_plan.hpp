@@ -29,7 +29,8 @@ struct MoeCodegenOptions {
   int stages = 0;       // 2..16
   int ctas_per_sm = 0;  // 1..8
   // A decoder warp turns each stage's UE8M0 scale words into FP32 for the consumers (the sm90-fp8-wgmma
-  // atom only; contract::compute_threads). Off by default until measured on a GPU.
+  // atom only; contract::compute_threads). Off by default: it gives the default's bits but runs 2-6 points of
+  // the floor slower on the H200 (bench/results/2026-12-02-h200-decoded-and-ring-depth.md).
   bool decoded_scales = false;
 
   friend bool operator==(const MoeCodegenOptions&, const MoeCodegenOptions&) = default;

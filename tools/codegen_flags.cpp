@@ -22,7 +22,8 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"stages", true, "compute pipeline depth override, 2..16 (default: planned)", "S"},
       {"ctas-per-sm", true, "compute CTAs per SM override, 1..8 (default: planned)", "C"},
       {"decoded-scales", false,
-       "a decoder warp turns the fast path's UE8M0 scale words into FP32 for the consumers (default: off)"},
+       "a decoder warp turns the fast path's UE8M0 scale words into FP32 for the consumers (default: off; "
+       "measured 2-6 points of the floor slower on the H200)"},
   };
 }
 
