@@ -12,7 +12,7 @@
 namespace moejit::codegen {
 
 struct BuiltinKernel {
-  std::string_view name;  // "smoke", "tma-probe", "mma-probe"
+  std::string_view name;  // "smoke", "tma-probe", "mma-probe", "sm-probe"
   std::string_view summary;
   KernelSpec (*spec)(Target target);
   bool (*supports)(Target target);  // whether the template compiles for the target
@@ -20,6 +20,6 @@ struct BuiltinKernel {
 
 std::span<const BuiltinKernel> builtin_kernels();
 const BuiltinKernel* find_builtin_kernel(std::string_view name);
-std::string builtin_kernel_names();  // "smoke, tma-probe, mma-probe"
+std::string builtin_kernel_names();  // "smoke, tma-probe, mma-probe, sm-probe"
 
 }  // namespace moejit::codegen

@@ -72,7 +72,14 @@ namespace moejit::runtime {
   X(cuGraphAddChildGraphNode, 10000)                   \
   X(cuStreamGetCaptureInfo, 12030)                     \
   X(cuStreamUpdateCaptureDependencies, 12030)          \
-  X(cuThreadExchangeStreamCaptureMode, 10010)
+  X(cuThreadExchangeStreamCaptureMode, 10010)          \
+  X(cuDeviceGetDevResource, 12040)                     \
+  X(cuDevSmResourceSplitByCount, 12040)                \
+  X(cuDevResourceGenerateDesc, 12040)                  \
+  X(cuGreenCtxCreate, 12040)                           \
+  X(cuGreenCtxDestroy, 12040)                          \
+  X(cuCtxFromGreenCtx, 12040)                          \
+  X(cuGreenCtxStreamCreate, 12050)
 
 struct DriverApi {
 #define MOEJIT_DECLARE_PFN(name, version) PFN_##name##_v##version name = nullptr;

@@ -13,9 +13,9 @@ using moejit::ptx::StatementKind;
 
 TEST_CASE("every kernel's NVRTC PTX round-trips byte for byte on sm_90a, sm_100a and sm_120a") {
   const std::vector<codegen::KernelSpec> specs = test::all_kernel_specs();
-  // smoke and tma-probe on three targets, mma-probe on sm_120a; the MoE kernels (dispatch, compute, finalize,
+  // smoke, tma-probe and sm-probe on three targets, mma-probe on sm_120a; the MoE kernels (dispatch, compute, finalize,
   // transform) of sm_90a's fast and exact paths, and sm_120a's one path (no dispatch: it reads the caller's x)
-  REQUIRE(specs.size() == 7 + 4 + 4 + 3);
+  REQUIRE(specs.size() == 10 + 4 + 4 + 3);
   for (const codegen::KernelSpec& spec : specs) {
     CAPTURE(spec.summary());
     const std::string& ptx = test::nvrtc_ptx(spec);

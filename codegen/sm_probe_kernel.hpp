@@ -1,0 +1,12 @@
+#pragma once
+// The SM probe (templates/sm_probe.cuh): one u32 per CTA, the SM it ran on.
+// The GPU tests of SM partitions launch it on each partition's stream.
+
+#include "codegen/kernel_spec.hpp"
+
+namespace moejit::codegen {
+
+// ABI: (u32* out [grid], u32 spin_ns)
+KernelSpec sm_probe_spec(Target target);
+
+}  // namespace moejit::codegen
