@@ -107,6 +107,11 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& opti
   validate_layer_options(options);
   device_ = query_device(options.device);
   profile_ = device_profile(device_);
+  if (options.sm_count > device_.sm_count)
+    throw InvalidInput("sm_count",
+                       fmt::format("sm_count = {} is outside the allowed range [0, {}] (0: the {}'s {} SMs)",
+                                   options.sm_count, device_.sm_count, device_.name, device_.sm_count));
+  if (options.sm_count) profile_.sm_count = options.sm_count;
   const auto target = codegen::parse_target(device_.target_name());
   if (!target || target->arch != codegen::Arch::sm_90a)
     throw std::runtime_error(fmt::format("MoeLayer runs on sm_90a GPUs; GPU {} is {} (sm_{}{})", options.device,
@@ -292,7 +297,7 @@ const MoeLayer::TokenLaunch& MoeLayer::kernels_for_locked(int tokens) {
         throw ResidencyError(fmt::format(
             "role compute: the plan wants {} CTAs per SM ({} threads, {} B SMEM, .maxnreg {}), the driver allows {}",
             role.blocks_per_sm, role.threads, role.smem_bytes, role.register_cap, per_sm));
-      require_residency(role_name(spec), persistent ? role.grid : 1, per_sm, device_.sm_count, role.threads,
+      require_residency(role_name(spec), persistent ? role.grid : 1, per_sm, profile_.sm_count, role.threads,
                         role.smem_bytes, persistent);
       k->kernels.push_back(std::move(l.kernel));
       k->keys.push_back(std::move(l.key));

@@ -53,6 +53,10 @@ struct MoeLayerOptions {
   bool pdl = false;
   // Launch each forward as its cached role graph (false: one launch per role).
   bool use_graphs = true;
+  // The SMs the persistent roles plan their grids for (0: the device's). A
+  // green-context partition's size (runtime/sm_partitions.hpp), for a layer
+  // built with that partition's context current and run on its streams.
+  int sm_count = 0;
 };
 
 // Checkpoint-layout MXFP4 weights in device memory (DESIGN.md "Weights").

@@ -21,6 +21,10 @@ void validate_layer_options(const MoeLayerOptions& o) {
   codegen::validate(o.codegen);
   if (o.device < 0 || o.device > 1023)
     throw InvalidInput("device", fmt::format("device = {} is outside the allowed range [0, 1023]", o.device));
+  if (o.sm_count < 0 || o.sm_count > 4096)
+    throw InvalidInput("sm_count", fmt::format("sm_count = {} is outside the allowed range [0, 4096] (0: the "
+                                               "device's SMs)",
+                                               o.sm_count));
 }
 
 codegen::DeviceProfile device_profile(const DeviceInfo& d) {

@@ -14,6 +14,7 @@
 #             fused shared expert (both recipes) once (and dist/old/moejit_bench_moe once, if carried)
 #   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
+#   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
 #   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
 #             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each), and
 #             ncu's issue activity of both at GLM5.2 B = 32
@@ -103,6 +104,11 @@ for step in "${steps[@]}"; do
             smsp__issue_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed.sum,gpu__time_duration.sum,dram__cycles_active.avg.pct_of_peak_sustained_elapsed \
             moejit_bench_moe --model glm5.2 --batches 32 $flag || exit 1; done'
       ;;
-    *) echo "unknown step '$step' (tests memcheck plan bench python decoded)" | tee -a "$OUT/summary.txt" ;;
+    # SM partitions (green contexts) and layers planned for them: expert parallelism's ranks on one GPU.
+    partitions)
+      run gpu-tests-partitions.log moejit_gpu_tests --duration=true \
+        -tc='SM partitions*,two layers planned for 64-SM partitions*'
+      ;;
+    *) echo "unknown step '$step' (tests memcheck plan bench python decoded partitions)" | tee -a "$OUT/summary.txt" ;;
   esac
 done

@@ -15,6 +15,7 @@
 #include "oracle/moe_check.hpp"
 #include "oracle/mx_format.hpp"
 #include "runtime/residency.hpp"
+#include "runtime/sm_partitions.hpp"
 #include "runtime/tensor_map_cache.hpp"
 #include "runtime/weight_packing.hpp"
 
@@ -289,6 +290,56 @@ TEST_CASE("decoded scales (MoeCodegenOptions::decoded_scales) give the fast path
   plain.release_stream(s);
   decoded.release_stream(s);
   MOEJIT_CU(cuStreamDestroy, s);
+}
+
+TEST_CASE("two layers planned for 64-SM partitions (MoeLayerOptions::sm_count) run at once in two green contexts") {
+  // Expert parallelism's ranks on one GPU: each rank's layer is built with its partition's context current,
+  // plans its persistent grid for the partition's SMs and runs on the partition's stream. Both partitions run
+  // the same forward at the same time: the same bytes from each, and they pass the reference checks.
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = codegen::builtin_model("glm5.2");
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() ^ 0x9A27ull);
+  runtime::SmPartitions parts(0, 2);
+  runtime::MoeLayerOptions o;
+  o.sm_count = parts.shape().sms_per_part;
+  MESSAGE("2 partitions of " << o.sm_count << " SMs");
+  {
+    std::vector<std::unique_ptr<runtime::MoeLayer>> layers;
+    for (int i = 0; i < 2; ++i) {
+      MOEJIT_CU(cuCtxSetCurrent, parts.context(i));
+      layers.push_back(std::make_unique<runtime::MoeLayer>(config, w.device(), o));
+    }
+    std::uint64_t case_seed = gpu_test::seed() ^ 0x9A27ull;
+    for (const int b : {1, 8, 64}) {
+      INFO("B=", b);
+      const codegen::MoeLaunchPlan plan = layers[0]->plan(b);
+      CHECK(plan.compute.grid == o.sm_count * plan.compute.blocks_per_sm);
+      const oracle::RandomInputs in = oracle::random_inputs(p, b, oracle::RoutingKind::zipf, ++case_seed);
+      std::vector<std::unique_ptr<DeviceInputs>> dev;
+      for (int i = 0; i < 2; ++i) {
+        MOEJIT_CU(cuCtxSetCurrent, parts.context(i));
+        dev.push_back(std::make_unique<DeviceInputs>(p, b));
+        dev[i]->upload(in, parts.stream(i));
+        MOEJIT_CU(cuMemsetD8Async, dev[i]->y.ptr(), 0xFF, dev[i]->y.bytes(), parts.stream(i));  // poison
+      }
+      for (int i = 0; i < 2; ++i) {
+        MOEJIT_CU(cuCtxSetCurrent, parts.context(i));
+        layers[i]->forward(dev[i]->args(b), parts.stream(i));
+      }
+      const std::vector<std::uint16_t> y0 = download_sync(dev[0]->y, parts.stream(0));
+      CHECK(download_sync(dev[1]->y, parts.stream(1)) == y0);
+      MOEJIT_CU(cuCtxSetCurrent, parts.context(0));
+      const oracle::MoeCheckResult r = oracle::check_forward(*layers[0], w, b, oracle::RoutingKind::zipf, case_seed);
+      CHECK_MESSAGE(r.passed(), r.summary());
+    }
+    for (int i = 0; i < 2; ++i) {
+      MOEJIT_CU(cuCtxSetCurrent, parts.context(i));
+      layers[i]->release_stream(parts.stream(i));
+      layers[i].reset();
+    }
+  }
+  MOEJIT_CU(cuCtxSetCurrent, ctx.get());
 }
 
 TEST_CASE("8 layers sharing one caller workspace on one stream give the bytes of 8 layers with their own") {

@@ -93,6 +93,22 @@ TEST_CASE("layer options outside their ranges are refused naming the field") {
   o = {};
   o.codegen.ctas_per_sm = 9;
   CHECK(refused(o, "ctas_per_sm = 9"));
+  o = {};
+  o.sm_count = -8;
+  CHECK(refused(o, "sm_count = -8 is outside the allowed range [0, 4096]"));
+  o.sm_count = 64;  // the device's count bounds it when the layer is built
+  CHECK_NOTHROW(runtime::validate_layer_options(o));
+}
+
+TEST_CASE("a partition's SM count plans the persistent grid: 64 SMs, 64 compute CTAs") {
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  codegen::DeviceProfile part = codegen::builtin_profile("h200");
+  part.sm_count = 64;
+  for (int b : {1, 8, 256}) {
+    CAPTURE(b);
+    const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, b, part, {});
+    CHECK(plan.compute.grid == 64 * plan.compute.blocks_per_sm);
+  }
 }
 
 TEST_CASE("the workspace layout: 256-byte aligned regions in order, the grid-sized tail last") {
