@@ -14,6 +14,7 @@
 #             fused shared expert (both recipes) once (and dist/old/moejit_bench_moe once, if carried)
 #   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
+#   tests-a / tests-b  the whole GPU matrix in two calls (tests runs it in one, past the 10-minute limit)
 #   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
 #   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
 #             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each), and
@@ -35,6 +36,8 @@ export PATH="$DIST/bin:$PATH"
 COMMIT=$(cat "$DIST/COMMIT" 2>/dev/null || echo unknown)
 DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 steps=("$@")
+FIRST_HALF='seed,weight transform*,weight scale codes*,Table 10 edges,H and I multiples*,BF16 input*,W4A16*,'
+FIRST_HALF+='E4M3 subnormal*,GLM5.2 matrix,DSV4.1-Flash matrix,decoded scales*,a captured decode*,a forward of B launches*'
 [ ${#steps[@]} -gt 0 ] || steps=(tests memcheck plan bench python)
 
 # run LOG CMD...: the command's output into $LOGS/LOG under a header; a line in the summary.
@@ -56,6 +59,10 @@ for step in "${steps[@]}"; do
   case $step in
     # GPU_TEST_ARGS (doctest filters, no spaces) splits the matrix across calls of the 10-minute limit.
     tests) run gpu-tests.log moejit_gpu_tests ${GPU_TEST_ARGS:-} ;;
+    # The whole matrix in two calls of the 10-minute limit (about 3 and 4 minutes on a cold cache):
+    # tests-a runs the cases in FIRST_HALF, tests-b every other one.
+    tests-a) run gpu-tests-a.log moejit_gpu_tests --duration=true -tc="$FIRST_HALF" ;;
+    tests-b) run gpu-tests-b.log moejit_gpu_tests --duration=true -tce="$FIRST_HALF" ;;
     memcheck)
       for path in exact fast; do
         run "memcheck-$path.log" compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model glm5.2 \
@@ -109,6 +116,6 @@ for step in "${steps[@]}"; do
       run gpu-tests-partitions.log moejit_gpu_tests --duration=true \
         -tc='SM partitions*,two layers planned for 64-SM partitions*'
       ;;
-    *) echo "unknown step '$step' (tests memcheck plan bench python decoded partitions)" | tee -a "$OUT/summary.txt" ;;
+    *) echo "unknown step '$step' (tests tests-a tests-b memcheck plan bench python decoded partitions)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
