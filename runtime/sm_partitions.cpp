@@ -28,7 +28,20 @@ SmPartitions::SmPartitions(int ordinal, int parts) {
   MOEJIT_CU(cuDeviceGet, &device, ordinal);
   CUdevResource all{};
   MOEJIT_CU(cuDeviceGetDevResource, device, &all, CU_DEV_RESOURCE_TYPE_SM);
-  shape_ = partition_shape(static_cast<int>(all.sm.smCount), static_cast<int>(all.sm.smCoscheduledAlignment), parts);
+  const int alignment = static_cast<int>(all.sm.smCoscheduledAlignment);
+  shape_ = partition_shape(static_cast<int>(all.sm.smCount), alignment, parts);
+  // The driver may make fewer groups of a size than the count suggests (its
+  // symmetric split follows the GPCs): ask it, and step down until `parts` fit.
+  for (;; shape_.sms_per_part -= alignment) {
+    if (shape_.sms_per_part < alignment)
+      throw std::runtime_error(
+          fmt::format("SmPartitions: the driver splits no {} equal partitions out of {} SMs", parts, all.sm.smCount));
+    unsigned int possible = 0;
+    MOEJIT_CU(cuDevSmResourceSplitByCount, nullptr, &possible, &all, nullptr, 0u,
+              static_cast<unsigned int>(shape_.sms_per_part));
+    if (possible >= static_cast<unsigned int>(parts)) break;
+  }
+  shape_.unused_sms = static_cast<int>(all.sm.smCount) - parts * shape_.sms_per_part;
   std::vector<CUdevResource> groups(parts);
   unsigned int made = static_cast<unsigned int>(parts);
   CUdevResource rest{};

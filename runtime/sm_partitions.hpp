@@ -29,6 +29,7 @@ class SmPartitions {
   SmPartitions(const SmPartitions&) = delete;
   SmPartitions& operator=(const SmPartitions&) = delete;
 
+  // partition_shape(), or smaller parts where the driver's symmetric split needs them.
   const PartitionShape& shape() const { return shape_; }
   int size() const { return static_cast<int>(parts_.size()); }
   // What the driver gave part i (CUdevSmResource::smCount): shape().sms_per_part.
