@@ -125,7 +125,7 @@ runtime::MoeForwardArgs to_internal(const ForwardArgs& a) {
 }
 
 runtime::PackedWeightsDevice to_internal(const PackedWeightsDevice& p) {
-  return {p.w1, p.w2, p.top_scale_code, p.atom, p.b1, p.b2};
+  return {p.w1, p.w2, p.top_scale_code, p.atom, p.b1, p.b2, p.subnormal_weight_scales};
 }
 
 runtime::CheckpointWeightsHost to_internal(const CheckpointWeightsHost& w) {

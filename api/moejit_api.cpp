@@ -89,7 +89,8 @@ PackedWeights pack_weights(const Config& config, const CheckpointWeightsHost& w,
     if (!atom)
       throw Error("path", fmt::format("path = {} is not available on {}", codegen::path_name(path), t->name()));
     runtime::PackedWeightsHost p = runtime::pack_weights(internal, *atom, api::to_internal(w));
-    return PackedWeights{std::move(p.w1), std::move(p.w2), p.top_scale_code, std::move(p.atom)};
+    return PackedWeights{std::move(p.w1), std::move(p.w2), p.top_scale_code, std::move(p.atom),
+                         p.subnormal_weight_scales};
   });
 }
 

@@ -86,7 +86,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kGrid", plan.compute.grid},
                  {"kActivation", config.activation == Activation::gpt_oss ? 1 : 0},
                  {"kShared", d.shared},
-                 {"kDecoded", plan.decoded_scales ? 1 : 0}};
+                 {"kDecoded", plan.decoded_scales ? 1 : 0},
+                 {"kSubnormalScales", plan.subnormal_weight_scales ? 1 : 0}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";

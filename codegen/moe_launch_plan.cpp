@@ -125,6 +125,13 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
     throw ConfigError("decoded_scales", fmt::format("decoded_scales = true is invalid for the {} atom: only the "
                                                     "sm90-fp8-wgmma atom reads UE8M0 scale words in its K-loop",
                                                     atom->name));
+  p.subnormal_weight_scales = options.subnormal_weight_scales && p.contract_path == contract::kPathSm90Fp8;
+  if (p.contract_path == contract::kPathSm90Fp8)
+    note(p.subnormal_weight_scales
+             ? "weight scales: the weights hold code-0 blocks with nonzero values, so the K-loop decodes code 0 as "
+               "2^-127 (three integer operations a scale)"
+             : "weight scales: code 0 reads as 0.0 (two integer operations a scale): exact for weights whose code-0 "
+               "blocks are all zeros, which the layer checks when it packs them");
   if (p.decoded_scales)
     note(
         "decoded scales: a third non-consumer warp turns each stage's UE8M0 scale words into FP32 for the "
@@ -250,6 +257,7 @@ void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
        {"tile_n", p.tile_n},
        {"stages", p.stages},
        {"decoded_scales", p.decoded_scales},
+       {"subnormal_weight_scales", p.subnormal_weight_scales},
        {"dispatch", p.dispatch},
        {"compute", p.compute},
        {"finalize", p.finalize},

@@ -32,6 +32,11 @@ struct MoeCodegenOptions {
   // atom only; contract::compute_threads). Off by default: it gives the default's bits but runs 2-6 points of
   // the floor slower on the H200 (bench/results/2026-12-02-h200-decoded-and-ring-depth.md).
   bool decoded_scales = false;
+  // The weights hold K32 blocks of UE8M0 scale code 0 (2^-127, an FP32 subnormal) with a nonzero value. The
+  // fast path's K-loop then decodes a weight scale in three integer operations, else in two, reading code 0 as
+  // 0.0: exact, as every value such a scale multiplies is zero. A layer sets it from its weights
+  // (the transform kernel, or pack_weights); off, the kernels are those of a checkpoint without such blocks.
+  bool subnormal_weight_scales = false;
 
   friend bool operator==(const MoeCodegenOptions&, const MoeCodegenOptions&) = default;
 };
@@ -62,6 +67,9 @@ struct MoeLaunchPlan {
   int tile_n = 0;           // widest token tile of an item (wgmma N); an item uses the smallest of 8/16/32/64 that fits
   int stages = 0;
   bool decoded_scales = false;  // the compute CTA's scale decoder warp (MoeCodegenOptions::decoded_scales)
+  // The fast atom's K-loop decodes weight scale code 0 as 2^-127 (MoeCodegenOptions::subnormal_weight_scales);
+  // false on the other atoms, which do not read the codes in their loops this way.
+  bool subnormal_weight_scales = false;
   RolePlan dispatch, compute, finalize;
   std::int64_t workspace_bytes = 0;  // per stream
   std::vector<std::string> notes;    // each decision with its reason

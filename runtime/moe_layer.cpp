@@ -140,8 +140,8 @@ void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
   const std::size_t w2_bytes = packed_bytes(config_, codegen::Projection::w2);
   w1_ = DeviceBuffer(w1_bytes);
   w2_ = DeviceBuffer(w2_bytes);
-  DeviceBuffer status(4);
-  MOEJIT_CU(cuMemsetD8, status.ptr(), 0, 4);
+  DeviceBuffer status(8);  // the largest scale code; whether a code-0 block holds a nonzero value
+  MOEJIT_CU(cuMemsetD8, status.ptr(), 0, 8);
   struct Projection {
     codegen::Projection which;
     CUdeviceptr in, in_scales, out;
@@ -161,9 +161,11 @@ void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
     const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((words + 255) / 256, 65535));
     kernel.kernel->launch({grid, codegen::k_transform_threads, 0}, nullptr, args.pointers());
   }
-  int top_code = 0;
+  int flags[2] = {};
   MOEJIT_CU(cuCtxSynchronize);
-  status.download(&top_code, 4);
+  status.download(flags, 8);
+  const int top_code = flags[0];
+  if (flags[1]) options_.codegen.subnormal_weight_scales = true;
   if (top_code > atom_->max_weight_scale_code)
     throw InvalidInput(
         "weight scales",
@@ -194,6 +196,7 @@ void MoeLayer::adopt_packed(const PackedWeightsDevice& packed) {
   }
   w1_ptr_ = packed.w1;
   w2_ptr_ = packed.w2;
+  if (packed.subnormal_weight_scales) options_.codegen.subnormal_weight_scales = true;
 }
 
 void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2) {

@@ -76,6 +76,8 @@ struct PackedWeightsDevice {
   int top_scale_code = -1;     // PackedWeightsHost::top_scale_code
   std::string atom;            // PackedWeightsHost::atom: the layout they are packed in
   CUdeviceptr b1 = 0, b2 = 0;  // the checkpoint's biases (CheckpointWeightsDevice), with config.biases
+  // PackedWeightsHost::subnormal_weight_scales; true (the kernels that are exact for any weights) unless known.
+  bool subnormal_weight_scales = true;
 };
 
 // Device buffers of one forward. Pre-quantized x: x_q [B][H] E4M3 + x_scales

@@ -44,6 +44,17 @@ std::vector<std::uint8_t> pack_projection(std::span<const std::uint8_t> payload,
   return out;
 }
 
+bool has_subnormal_scales(std::span<const std::uint8_t> payload, std::span<const std::uint8_t> scales, int k) {
+  for (std::size_t b = 0; b < scales.size(); ++b) {
+    if (scales[b] != 0) continue;
+    const std::size_t row = b / (k / 32), block = b % (k / 32);
+    const std::uint8_t* q = payload.data() + row * (k / 2) + block * 16;
+    for (int i = 0; i < 16; ++i)
+      if (q[i] & 0x77) return true;  // a nonzero magnitude in either nibble
+  }
+  return false;
+}
+
 std::uint64_t packed_bytes(const codegen::MoeConfig& config, codegen::Projection which) {
   const contract::ProjectionShape s = codegen::projection_shape(config, which);
   return std::uint64_t(config.weight_experts()) * (s.rows / 64) * (s.k / 128) * contract::kWeightStepBytes;
@@ -84,6 +95,7 @@ PackedWeightsHost pack_weights(const codegen::MoeConfig& config, const codegen::
                                        top, p.scales_name, atom.name, atom.max_weight_scale_code,
                                        top == 255 ? " (255 is NaN in UE8M0)" : ""));
     out.top_scale_code = std::max(out.top_scale_code, top);
+    out.subnormal_weight_scales = out.subnormal_weight_scales || has_subnormal_scales(payload, scales, p.k);
     *p.packed = pack_projection(payload, scales, e, codegen::projection_shape(config, p.which), atom.weight_layout);
   }
   return out;

@@ -28,7 +28,13 @@ struct PackedWeightsHost {
   std::vector<std::uint8_t> w1, w2;  // step blobs
   int top_scale_code = 0;            // the largest UE8M0 code of s1 and s2
   std::string atom;                  // AtomTraits::name whose layout they are in
+  // A K32 block of scale code 0 holds a nonzero value (codegen::MoeCodegenOptions::subnormal_weight_scales).
+  bool subnormal_weight_scales = false;
 };
+
+// Whether some K32 block of `scales` code 0 holds a nonzero E2M1 value in `payload` ([rows][k/2] codes, low
+// nibble first; [rows][k/32] scales, any number of experts' rows).
+bool has_subnormal_scales(std::span<const std::uint8_t> payload, std::span<const std::uint8_t> scales, int k);
 
 // Checkpoint-layout host bytes of a layer with `config`, packed for `atom`.
 // Throws ConfigError naming the array whose size is wrong, or a scale code

@@ -51,7 +51,8 @@ __device__ __forceinline__ void expand_e2m1_word(u32 q, u32& low, u32& high) {
 struct AtomSm120 {
   static constexpr int kPath = contract::kPathSm120;
   static constexpr float kAccScale = 1.0f;
-  static constexpr bool kBf16Handoff = false;  // the GEMM1 handoff is MXFP8 (the w4a8-mx recipe)
+  static constexpr bool kBf16Handoff = false;      // the GEMM1 handoff is MXFP8 (the w4a8-mx recipe)
+  static constexpr bool kF32ScaleRecords = false;  // its MMA takes the UE8M0 bytes
   static constexpr int kStepCost[2][4] = {{1, 1, 1, 1}, {1, 1, 1, 1}};  // steps count alike (moe_schedule.cuh)
 
   static constexpr int kXRowPitch = 128 + 16;  // E4M3 bytes per K128, padded: conflict-free ldmatrix

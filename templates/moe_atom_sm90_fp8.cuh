@@ -120,32 +120,36 @@ struct Wgmma<64> {
 
 // 2^(code - 127) as FP32 for byte j of a UE8M0 scale word: the byte moved to
 // the exponent field, then code 0 raised to its subnormal 2^-127 (0x00400000),
-// three integer operations; every code 0..254 is exact.
-template <int kJ>
+// three integer operations; every code 0..254 is exact. Without kSubnormal,
+// two: code 0 reads as 0.0, which changes no product where every value the
+// scale multiplies is zero (weights whose code-0 blocks are all zeros:
+// codegen::MoeCodegenOptions::subnormal_weight_scales false).
+template <int kJ, bool kSubnormal = true>
 __device__ __forceinline__ float ue8m0_byte_value(u32 word) {
   const u32 field = (kJ == 3 ? word >> 1 : word << (23 - 8 * kJ)) & 0x7F800000u;
-  return __uint_as_float(max(field, 0x00400000u));
+  return __uint_as_float(kSubnormal ? max(field, 0x00400000u) : field);
 }
 
 // A lane's scale words of one K128 step: its weight rows' (g and g+8 of each
 // tile) and its token columns' (8i + 2t + q), byte j = K32 block j.
 // wv<J>(u, h) is 2^(code - 127) of K32 block J for weight row g (h = 0) or
 // g + 8 (h = 1) of tile u, xv<J>(c) the same for the lane's token column c.
-template <int N, int T, bool kDecoded>
+template <int N, int T, bool kDecoded, bool kSubnormal>
 struct StepScales {
-  u32 w[T][2], x[N / 4];
+  u32 w[T][2];
+  float4 x[N / 4];  // the staged FP32 records (AtomSm90Fp8::kF32ScaleRecords)
   template <int J>
   __device__ float wv(int u, int h) const {
-    return ue8m0_byte_value<J>(w[u][h]);
+    return ue8m0_byte_value<J, kSubnormal>(w[u][h]);
   }
   template <int J>
   __device__ float xv(int c) const {
-    return ue8m0_byte_value<J>(x[c]);
+    return J == 0 ? x[c].x : J == 1 ? x[c].y : J == 2 ? x[c].z : x[c].w;
   }
 };
 // The same decoded by the decoder warp (StageRing::kDecoded): four FP32 scales a row or column.
-template <int N, int T>
-struct StepScales<N, T, true> {
+template <int N, int T, bool kSubnormal>
+struct StepScales<N, T, true, kSubnormal> {
   float w[T][2][4], x[N / 4][4];
   template <class Ring>
   __device__ void load(const Ring& ring, int s) {
@@ -177,10 +181,10 @@ struct StepScales<N, T, true> {
 // blocks 0..3 of each of the warpgroup's tiles) and the scale words. Decoded
 // scales are not read ahead with the words: two steps' FP32 scales would not
 // fit beside the partial sums (the loops read them after the MMAs' wait).
-template <int N, int T, bool kDecoded>
+template <int N, int T, bool kDecoded, bool kSubnormal>
 struct StepOperands {
   u32 words[T][8];
-  StepScales<N, T, kDecoded> scales;
+  StepScales<N, T, kDecoded, kSubnormal> scales;
 
   template <class Ring>
   __device__ void load(const Ring& ring, int s) {
@@ -201,8 +205,8 @@ struct StepOperands {
     if constexpr (!kDecoded) {
 #pragma unroll
       for (int i = 0; i < N / 8; ++i) {
-        scales.x[2 * i] = ring.x_scale(s, 8 * i + 2 * t);
-        scales.x[2 * i + 1] = ring.x_scale(s, 8 * i + 2 * t + 1);
+        scales.x[2 * i] = *reinterpret_cast<const float4*>(ring.x_scale_record(s, 8 * i + 2 * t));
+        scales.x[2 * i + 1] = *reinterpret_cast<const float4*>(ring.x_scale_record(s, 8 * i + 2 * t + 1));
       }
     }
   }
@@ -220,11 +224,23 @@ __device__ __forceinline__ int next_stage(const Ring& ring, Cursor& cur, bool mo
   return s;
 }
 
+// kSubnormalScales: whether a weight scale of UE8M0 code 0 is decoded as its
+// 2^-127 (weights holding code-0 blocks with nonzero values) or as 0.0, one
+// integer operation a scale fewer (ue8m0_byte_value).
+template <bool kSubnormalScales>
 struct AtomSm90Fp8 {
   static constexpr int kPath = contract::kPathSm90Fp8;
   // The E4M3 placement reads as E2M1 * 2^-6: the accumulator is 2^-6 of the sum.
   static constexpr float kAccScale = 64.0f;
   static constexpr bool kBf16Handoff = false;  // the GEMM1 handoff is MXFP8 (the w4a8-mx recipe)
+  // A staged activation scale record holds its four K32 blocks' 2^(code - 127)
+  // as FP32, decoded once where it is written (the GEMM1 epilogue's handoff,
+  // the activation producer for the caller's words), not in every consumer's loop.
+  static constexpr bool kF32ScaleRecords = true;
+  __device__ static float scale_value(u32 code) { return ue8m0_byte_value<0>(code); }
+  __device__ static void store_scale_record(u32* record, u32 word) {
+    store_pow2s(reinterpret_cast<float*>(record), word);
+  }
   // GEMM1 runs mainloop_split on the dispatch role's split rows (contract::path_split_rows).
 
   // The issue cost of a K128 step per phase (GEMM1 split, GEMM2) and token
@@ -245,7 +261,8 @@ struct AtomSm90Fp8 {
       store_pow2s(ring.w_scales_dec(s, tile, row), ring.w_scales(s, tile)[row]);
     }
 #pragma unroll
-    for (int n = lane; n < kTileN; n += 32) store_pow2s(ring.x_scales_dec(s, n), ring.x_scale(s, n));
+    for (int n = lane; n < kTileN; n += 32)  // the records are FP32 already (kF32ScaleRecords)
+      *reinterpret_cast<float4*>(ring.x_scales_dec(s, n)) = *reinterpret_cast<const float4*>(ring.x_scale_record(s, n));
   }
 
   // Where the 16-byte chunk c (of 8) of token column n's K128 slice goes (the 128B swizzle).
@@ -265,7 +282,7 @@ struct AtomSm90Fp8 {
     steps = warp_uniform(steps);
     const int lane = threadIdx.x % 32;
     float part[T][4][N / 2];
-    StepOperands<N, T, Ring::kDecoded> op;
+    StepOperands<N, T, Ring::kDecoded, kSubnormalScales> op;
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
@@ -290,7 +307,7 @@ struct AtomSm90Fp8 {
 #pragma unroll
         for (int j = 0; j < 4; ++j) Wgmma<N>::issue(part[u][j], a[u][j], desc + 2 * j);
       wgmma_commit();
-      StepScales<N, T, Ring::kDecoded> now;  // decoded: read after the MMAs' wait (StepOperands)
+      StepScales<N, T, Ring::kDecoded, kSubnormalScales> now;  // decoded: read after the MMAs' wait (StepOperands)
       if constexpr (!Ring::kDecoded) now = op.scales;
       const int s_now = s;
       // Only the wait is conditional: registers that feed a wgmma must not be
@@ -329,7 +346,7 @@ struct AtomSm90Fp8 {
     steps = warp_uniform(steps);
     const int lane = threadIdx.x % 32;
     float part[T][2][N];  // [tile][K32 block of the half][large columns' N/2, then small columns' N/2]
-    StepOperands<N, T, Ring::kDecoded> op;
+    StepOperands<N, T, Ring::kDecoded, kSubnormalScales> op;
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
@@ -346,7 +363,7 @@ struct AtomSm90Fp8 {
 #pragma unroll
       for (int u = 0; u < T; ++u) fence_operands(a[u]);
       const u32 desc = desc0 + u32(s * (Ring::kXStageBytes >> 4));
-      StepScales<N, T, Ring::kDecoded> now;  // decoded: read after the MMAs' wait (StepOperands)
+      StepScales<N, T, Ring::kDecoded, kSubnormalScales> now;  // decoded: read after the MMAs' wait (StepOperands)
       if constexpr (!Ring::kDecoded) now = op.scales;
       const int s_now = s;
 

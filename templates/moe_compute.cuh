@@ -283,6 +283,14 @@ struct ComputeRole {
           ready_mask |= 1u << k;
         }
         const int s = cur.stage;
+        // The caller's scale words, decoded by this lane into the stage's FP32 records (kF32ScaleRecords): loaded
+        // before the wait for the stage, so their latency hides behind it.
+        u32 scale_word[kColGroups] = {};
+        if constexpr (kFp8Rows && Atom::kF32ScaleRecords)
+          if (sg.phase == 0)
+#pragma unroll
+            for (int h = 0; h < kColGroups; ++h)
+              if (lane + 32 * h < kTileN && tc.route[h] >= 0) scale_word[h] = tc.scale_src[h][k];
         timed_wait(p, &ring.empty[s], cur.phase ^ 1u, waited);
         const u32 tile = smem_addr(ring.x_tile(s));
 #pragma unroll
@@ -307,10 +315,12 @@ struct ComputeRole {
           const int n = lane + 32 * h;
           if (n < kTileN) {
             if (kFp8Rows && tc.route[h] >= 0) {
-              if (sg.phase == 0)
-                cp_async_4(ring.x_scale_record(s, n), tc.scale_src[h] + k);
-              else
+              if (sg.phase != 0)
                 cp_async_16(ring.x_scale_record(s, n), tc.scale_src[h] + k * (contract::kScaleRecordBytes / 4));
+              else if constexpr (Atom::kF32ScaleRecords)
+                Atom::store_scale_record(ring.x_scale_record(s, n), scale_word[h]);
+              else
+                cp_async_4(ring.x_scale_record(s, n), tc.scale_src[h] + k);
             }
             ring.route[s * kTileN + n] = tc.route[h];
           }
@@ -587,7 +597,12 @@ struct ComputeRole {
   __device__ static void store_handoff(const Workspace& ws, int route, int i, u32 q8, u32 code, bool block_owner) {
     if constexpr (kFp8Rows) {
       ws.handoff[u64(route) * kInter + i] = u8(q8);
-      if (block_owner)
+      if (!block_owner) return;
+      if constexpr (Atom::kF32ScaleRecords)
+        reinterpret_cast<float*>(
+            ws.handoff_s)[(u64(route) * kKb2 + i / 128) * (contract::kScaleRecordBytes / 4) + (i / 32) % 4] =
+            Atom::scale_value(code);
+      else
         reinterpret_cast<u8*>(
             ws.handoff_s)[(u64(route) * kKb2 + i / 128) * contract::kScaleRecordBytes + (i / 32) % 4] = u8(code);
     } else {
@@ -693,26 +708,26 @@ struct ComputeRole {
 };
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Fp8>::run(p);
+              kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
               kShared, kDecoded, AtomSm90Bf16>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
               kShared, kDecoded, AtomSm90Bf16W4A16>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
               kShared, kDecoded, AtomSm120>::run(p);

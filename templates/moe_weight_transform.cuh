@@ -8,7 +8,9 @@
 // padded: codegen::projection_shape) get code 0 and scale code 0.
 //
 // `status[0]` gets the largest scale code seen, so the host can refuse codes
-// the path does not support, naming the code.
+// the path does not support, naming the code; `status[1]` is set when a K32
+// block of scale code 0 holds a nonzero value (its scale is the FP32
+// subnormal 2^-127: codegen::MoeCodegenOptions::subnormal_weight_scales).
 
 #include "moe_weight_layouts.cuh"
 #include "mx_types.cuh"
@@ -47,14 +49,20 @@ __device__ void moe_weight_transform(const u8* __restrict__ payload_in, const u8
       if (row >= 0) {
         const u8* s = scales_in + (u64(e) * kSrcRows + row) * (kSrcK / 32);
         int top = 0;
+        bool subnormal = false;
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int block = kb * 4 + j;
           const u32 code = block < kSrcK / 32 ? s[block] : 0u;
           out |= code << (8 * j);
           top = max(top, int(code));
+          if (code == 0 && block < kSrcK / 32) {  // the block's 32 codes: any magnitude bits?
+            const u8* q = payload_in + (u64(e) * kSrcRows + row) * (kSrcK / 2) + block * 16;
+            for (int b = 0; b < 16; ++b) subnormal |= (q[b] & 0x77u) != 0;
+          }
         }
         if (top > 0) atomicMax(status, top);
+        if (subnormal) atomicOr(status + 1, 1);
       }
     }
     packed[idx] = out;

@@ -24,6 +24,9 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"decoded-scales", false,
        "a decoder warp turns the fast path's UE8M0 scale words into FP32 for the consumers (default: off; "
        "measured 2-6 points of the floor slower on the H200)"},
+      {"subnormal-weight-scales", false,
+       "the kernels for weights with UE8M0 code-0 blocks holding nonzero values (a layer picks this itself from "
+       "its weights; default: the kernels for weights without them)"},
   };
 }
 
@@ -39,6 +42,7 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
   o.stages = static_cast<int>(args.get_int("stages", 0, 0, 16));
   o.ctas_per_sm = static_cast<int>(args.get_int("ctas-per-sm", 0, 0, 8));
   o.decoded_scales = args.has("decoded-scales");
+  o.subnormal_weight_scales = args.has("subnormal-weight-scales");
   try {
     codegen::validate(o);
   } catch (const codegen::ConfigError& e) {

@@ -45,6 +45,12 @@ const std::vector<LaunchRow>& launch_rows() {
       {"compute SMEM (B)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.compute.smem_bytes); }},
       {"compute CTAs/SM", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.compute.blocks_per_sm); }},
       {"compute .maxnreg", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.compute.register_cap); }},
+      {"weight scale code 0",  // what the fast atom's K-loop reads it as (MoeCodegenOptions::subnormal_weight_scales)
+       [](const codegen::MoeLaunchPlan& p) {
+         return p.contract_path != contract::kPathSm90Fp8 ? std::string("-")
+                : p.subnormal_weight_scales               ? std::string("2^-127")
+                                                          : std::string("0.0");
+       }},
       {"finalize grid x threads", [](const codegen::MoeLaunchPlan& p) { return role(p.finalize); }},
       {"workspace (MiB)",
        [](const codegen::MoeLaunchPlan& p) { return fmt::format("{:.1f}", p.workspace_bytes / 1048576.0); }},

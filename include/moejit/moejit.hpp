@@ -171,6 +171,9 @@ struct PackedWeights {
   std::vector<std::uint8_t> w1, w2;  // step blobs, as many bytes as the checkpoint's payload + scales
   int top_scale_code = 0;            // the largest UE8M0 code in s1 and s2
   std::string atom;                  // the MMA atom whose layout they are in
+  // Some K32 block of scale code 0 (2^-127) holds a nonzero value: the layer then runs the kernels that decode
+  // that code exactly instead of as 0.0 (one integer operation a scale more).
+  bool subnormal_weight_scales = false;
 };
 // For a layer with `options` on `target` ("sm_90a"). Needs no GPU. Throws
 // Error naming the array whose size is wrong, or a scale code the path refuses.
@@ -181,7 +184,8 @@ struct PackedWeightsDevice {
   std::uint64_t w1 = 0, w2 = 0;
   int top_scale_code = -1;
   std::string atom;
-  std::uint64_t b1 = 0, b2 = 0;  // the checkpoint's biases (CheckpointWeights), with Config::biases
+  std::uint64_t b1 = 0, b2 = 0;         // the checkpoint's biases (CheckpointWeights), with Config::biases
+  bool subnormal_weight_scales = true;  // PackedWeights::subnormal_weight_scales (true: correct for any weights)
 };
 
 // One forward's device buffers: x_q E4M3 [B][H] + x_scales UE8M0 bytes

@@ -65,7 +65,8 @@ def pack_weights(config: ConfigLike, w1: Any, s1: Any, w2: Any, s2: Any, target:
                  **options: Any) -> Dict[str, Any]:
     """Pack checkpoint MXFP4 weights (host arrays) into the layer's own layout, offline; needs no GPU.
 
-    Returns ``{"w1": bytes, "w2": bytes, "top_scale_code": int, "atom": str}``;
+    Returns ``{"w1": bytes, "w2": bytes, "top_scale_code": int, "atom": str,
+    "subnormal_weight_scales": bool}`` (whether a code-0 scale block holds a nonzero value);
     upload ``w1``/``w2`` (e.g. ``torch.frombuffer(...).cuda()``) and build the layer
     with ``MoeLayer.from_packed``: the GPU never holds the checkpoint beside them.
     """

@@ -103,7 +103,7 @@ class MoeLayer:
         b = self._biases(b1, b2)
         self._layer = _moejit.Layer.from_packed(self._config_json, ptrs["w1"], ptrs["w2"],
                                                 int(packed["top_scale_code"]), str(packed["atom"]), b["b1"], b["b2"],
-                                                options)
+                                                options, bool(packed.get("subnormal_weight_scales", True)))
         self._packed = (w1, w2)  # the layer reads them: keep them alive with it
         return self
 

@@ -138,6 +138,7 @@ NB_MODULE(_moejit, m) {
         d["w2"] = nb::bytes(reinterpret_cast<const char*>(p.w2.data()), p.w2.size());
         d["top_scale_code"] = p.top_scale_code;
         d["atom"] = p.atom;
+        d["subnormal_weight_scales"] = p.subnormal_weight_scales;
         return d;
       },
       "config"_a, "w1"_a, "s1"_a, "w2"_a, "s2"_a, "options"_a, "target"_a);
@@ -153,11 +154,14 @@ NB_MODULE(_moejit, m) {
       .def_static(
           "from_packed",
           [](const std::string& config, std::uint64_t w1, std::uint64_t w2, int top_scale_code, const std::string& atom,
-             std::uint64_t b1, std::uint64_t b2, const nb::dict& options) {
-            return moejit::Layer(config_of(config), moejit::PackedWeightsDevice{w1, w2, top_scale_code, atom, b1, b2},
-                                 layer_options(options));
+             std::uint64_t b1, std::uint64_t b2, const nb::dict& options, bool subnormal_weight_scales) {
+            return moejit::Layer(
+                config_of(config),
+                moejit::PackedWeightsDevice{w1, w2, top_scale_code, atom, b1, b2, subnormal_weight_scales},
+                layer_options(options));
           },
-          "config"_a, "w1"_a, "w2"_a, "top_scale_code"_a, "atom"_a, "b1"_a, "b2"_a, "options"_a)
+          "config"_a, "w1"_a, "w2"_a, "top_scale_code"_a, "atom"_a, "b1"_a, "b2"_a, "options"_a,
+          "subnormal_weight_scales"_a = true)
       .def(
           "forward",
           [](moejit::Layer& layer, std::uint64_t x_q, std::uint64_t x_scales, std::uint64_t x_bf16,

@@ -216,6 +216,15 @@ class Packing(unittest.TestCase):
         self.assertEqual(len(p["w2"]), w["w2"].nbytes + w["s2"].nbytes)
         self.assertEqual(p["top_scale_code"], int(max(w["s1"].max(), w["s2"].max())))
         self.assertEqual(p["atom"], moejit.plan(SMALL, 1)["atom"])
+        # Codes 118-122 only: no block of scale code 0; one with a nonzero value makes the flag.
+        self.assertFalse(p["subnormal_weight_scales"])
+        s1 = w["s1"].copy()
+        s1.reshape(-1)[0] = 0
+        w1 = w["w1"].copy()
+        w1.reshape(-1)[:16] = 0
+        self.assertFalse(moejit.pack_weights(SMALL, **{**w, "s1": s1, "w1": w1})["subnormal_weight_scales"])
+        w1.reshape(-1)[15] = 0x10  # the block's last byte: code 1 (0.5) in its high nibble
+        self.assertTrue(moejit.pack_weights(SMALL, **{**w, "s1": s1, "w1": w1})["subnormal_weight_scales"])
         self.assertNotEqual(moejit.pack_weights(SMALL, path="exact", **w)["w1"], p["w1"])
         with self.assertRaisesRegex(moejit.MoejitError, r"s2: 32767 bytes are invalid: must be 32768 \(\[8\]\[512\]\[8\] uint8\)"):
             moejit.pack_weights(SMALL, **{**w, "s2": w["s2"].reshape(-1)[:-1]})

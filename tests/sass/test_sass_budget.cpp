@@ -10,15 +10,21 @@
 // at most 4 * 32 * 8 / 41 = 25 instructions per 8 weights, and the integer
 // pipe (16 lanes a clock per scheduler) takes at most 12.5 of them. With the
 // epilogues, the producers and the barriers around it, the K-loop must stay
-// well inside both. The budgets below are today's counts plus ~5%: GEMM2's loop
-// at N = 8 (B <= 16 of the real models) issues 19.4 instructions and 9.9
-// integer ops per 8 weights, at N = 16 25.2 and 11.9; GEMM1's on split rows
-// (one wgmma of 2N columns per K32 block, the step in two halves) 21.4 and 9.6
-// at N = 8, 28.8 and 11.4 at N = 16. With decoded scales (a decoder warp
-// writes each stage's scales as FP32, MoeCodegenOptions::decoded_scales) the
-// same four loops issue 15.2 / 19.4 / 17.1 / 23.6 and 5.8 / 6.1 / 6.1 / 6.8:
-// each UE8M0 byte cost them three integer operations. A change that grows a
-// loop past its budget fails here, before a GPU ever runs it.
+// well inside both. The budgets below are today's counts plus ~5%. The
+// activation scales arrive as FP32 (decoded where they are staged), and a
+// weight scale costs two integer operations (code 0 read as 0.0, for weights
+// without code-0 blocks of nonzero values). GEMM2's loop at N = 8 (B <= 16 of
+// the real models) issues 17.2 instructions and 8.4 integer ops per 8 weights,
+// at N = 16 21.6 and 8.3; GEMM1's on split rows (one wgmma of 2N columns per
+// K32 block, the step in two halves) 18.9 and 7.4 at N = 8, 24.9 and 8.4 at
+// N = 16. For weights that need code 0 as 2^-127
+// (MoeCodegenOptions::subnormal_weight_scales) a weight scale costs three:
+// 18.2 / 22.6 / 19.9 / 25.9 and 9.3 / 9.3 / 8.4 / 9.2. With decoded scales (a
+// decoder warp writes each stage's scales as FP32,
+// MoeCodegenOptions::decoded_scales) 15.2 / 19.4 / 17.1 / 23.8 and
+// 5.8 / 6.0 / 6.1 / 7.1. A loop may run two K128 steps an iteration (the
+// counts are per step). A change that grows a loop past its budget fails
+// here, before a GPU ever runs it.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -39,12 +45,13 @@ namespace {
 std::string g_nvdisasm;
 
 struct Budget {
-  int batch;             // GLM5.2 forward whose plan runs this token width
-  int n;                 // wgmma N of the loop
-  double issued;         // instructions per 8 weights
-  double integer;        // integer-pipe instructions per 8 weights
-  bool split;            // GEMM1's loop on split rows: one wgmma of 2n columns per K32 block, two waits per step
-  bool decoded = false;  // MoeCodegenOptions::decoded_scales: the loop reads FP32 scales a decoder warp wrote
+  int batch;               // GLM5.2 forward whose plan runs this token width
+  int n;                   // wgmma N of the loop
+  double issued;           // instructions per 8 weights
+  double integer;          // integer-pipe instructions per 8 weights
+  bool split;              // GEMM1's loop on split rows: one wgmma of 2n columns per K32 block, two waits per step
+  bool decoded = false;    // MoeCodegenOptions::decoded_scales: the loop reads FP32 scales a decoder warp wrote
+  bool subnormal = false;  // MoeCodegenOptions::subnormal_weight_scales: weight scale code 0 decodes as 2^-127
 };
 }  // namespace
 
@@ -81,15 +88,19 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   codegen::MoeCodegenOptions fast;
   fast.path = codegen::ComputePath::fast;
-  for (const Budget& b :
-       {Budget{8, 8, 20.5, 10.5, false}, Budget{64, 16, 26.5, 12.5, false}, Budget{8, 8, 22.5, 10.0, true},
-        Budget{64, 16, 30.0, 12.0, true}, Budget{8, 8, 16.0, 6.5, false, true}, Budget{64, 16, 20.5, 6.5, false, true},
-        Budget{8, 8, 18.0, 6.5, true, true}, Budget{64, 16, 25.0, 7.5, true, true}}) {
+  for (const Budget& b : {Budget{8, 8, 18.0, 8.8, false}, Budget{64, 16, 22.7, 8.7, false},
+                          Budget{8, 8, 19.8, 7.8, true}, Budget{64, 16, 26.0, 8.8, true},
+                          Budget{8, 8, 19.1, 9.8, false, false, true}, Budget{64, 16, 23.7, 9.8, false, false, true},
+                          Budget{8, 8, 20.9, 8.8, true, false, true}, Budget{64, 16, 27.0, 9.7, true, false, true},
+                          Budget{8, 8, 16.0, 6.5, false, true}, Budget{64, 16, 20.5, 6.5, false, true},
+                          Budget{8, 8, 18.0, 6.5, true, true}, Budget{64, 16, 25.0, 7.5, true, true}}) {
     CAPTURE(b.batch);
     CAPTURE(b.split);
     CAPTURE(b.decoded);
+    CAPTURE(b.subnormal);
     codegen::MoeCodegenOptions options = fast;
     options.decoded_scales = b.decoded;
+    options.subnormal_weight_scales = b.subnormal;
     const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, b.batch, h200, options);
     const jit::BuildArtifacts built = jit::build_kernel(codegen::moe_compute_spec(glm, plan));
     const std::vector<sass::LoopMix> loops = sass::mma_loops(sass::disassemble(g_nvdisasm, built.cubin));
@@ -99,14 +110,17 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
     for (const sass::LoopMix& loop : loops) {
       // One wgmma per K32 block and tile: N columns (GEMM2) or 2N (GEMM1 on split rows, the step in two halves).
       if (loop.first_mma.find(fmt::format("QGMMA.64x{}x32", b.split ? 2 * b.n : b.n)) == std::string::npos) continue;
-      if (loop.mma != 4 * plan.tiles / plan.groups || loop.mma_waits != (b.split ? 2 : 1)) continue;
+      // The loops run K128 steps unrolled by `unroll` (1 or 2): counts are per step.
+      const int step_mma = 4 * plan.tiles / plan.groups, unroll = loop.mma / step_mma;
+      if (loop.mma % step_mma || unroll < 1 || unroll > 2 || loop.mma_waits != (b.split ? 2 : 1) * unroll) continue;
       ++found;
-      const double issued = loop.instructions / eights, integer = loop.alu / eights;
-      MESSAGE(
-          fmt::format("{}{}N = {} loop {}: {} instructions per K128 step ({} integer, {} IMAD, {} FP32, {} MMA) = "
-                      "{:.1f} issued and {:.1f} integer per 8 weights (budget {} and {})",
-                      b.decoded ? "decoded scales, " : "", b.split ? "split " : "", b.n, loop.label, loop.instructions,
-                      loop.alu, loop.imad, loop.fp32, loop.mma, issued, integer, b.issued, b.integer));
+      const double issued = loop.instructions / eights / unroll, integer = loop.alu / eights / unroll;
+      MESSAGE(fmt::format(
+          "{}{}{}N = {} loop {}: {} instructions per {} K128 step(s) ({} integer, {} IMAD, {} FP32, {} MMA) = "
+          "{:.1f} issued and {:.1f} integer per 8 weights (budget {} and {})",
+          b.decoded ? "decoded scales, " : "", b.subnormal ? "subnormal weight scales, " : "", b.split ? "split " : "",
+          b.n, loop.label, loop.instructions, unroll, loop.alu, loop.imad, loop.fp32, loop.mma, issued, integer,
+          b.issued, b.integer));
       CHECK(issued <= b.issued);
       CHECK(integer <= b.integer);
     }

@@ -131,6 +131,18 @@ TEST_CASE("public API: pack_weights packs a checkpoint on the host, sized and ch
   for (std::size_t step = 0; step < exact.w2.size(); step += 4352)
     out.insert(exact.w2.begin() + step + 4096, exact.w2.begin() + step + 4352);
   CHECK(in == out);
+  // A block of scale code 0 is flagged only when one of its 32 codes has a magnitude (-0 is 0x8).
+  CHECK_FALSE(f.subnormal_weight_scales);
+  const int block = 5;  // w1's row 0, K32 block 5: payload bytes [80, 96)
+  s1[block] = 0;
+  std::fill(w1.begin() + 16 * block, w1.begin() + 16 * block + 16, std::uint8_t(0x88));
+  CHECK_FALSE(moejit::pack_weights(c, host).subnormal_weight_scales);
+  w1[16 * block + 15] = 0x18;  // its last code: 0.5
+  CHECK(moejit::pack_weights(c, host).subnormal_weight_scales);
+  w1[16 * block + 15] = 0x88;
+  w1[16 * block + 16] = 0x11;  // the next block's first byte: not this block's
+  CHECK_FALSE(moejit::pack_weights(c, host).subnormal_weight_scales);
+  s1[block] = 120;
 
   moejit::CheckpointWeightsHost short_s1 = host;
   short_s1.s1_bytes -= 1;

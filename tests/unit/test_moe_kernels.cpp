@@ -16,6 +16,13 @@
 using namespace moejit;
 
 namespace {
+// A kernel spec's template constant by name (-1: absent).
+long long constant_of(const codegen::KernelSpec& spec, const std::string& name) {
+  for (const auto& [n, v] : spec.constants)
+    if (n == name) return v;
+  return -1;
+}
+
 struct Variant {
   codegen::MoeConfig config;
   codegen::DeviceProfile profile;
@@ -200,10 +207,8 @@ TEST_CASE("decoded scales add a decoder warp and its SMEM to the fast atom's com
   CHECK(layout.amax - layout.xdec == 16 * plan.stages * plan.tile_n);
   CHECK(plan.compute.smem_bytes == layout.total);
   CHECK(plan.stages <= plain.stages);
-  const codegen::KernelSpec spec = codegen::moe_compute_spec(glm, plan);
-  CHECK(spec.constants.back().first == "kDecoded");
-  CHECK(spec.constants.back().second == 1);
-  CHECK(codegen::moe_compute_spec(glm, plain).constants.back().second == 0);
+  CHECK(constant_of(codegen::moe_compute_spec(glm, plan), "kDecoded") == 1);
+  CHECK(constant_of(codegen::moe_compute_spec(glm, plain), "kDecoded") == 0);
   CHECK(plan.dispatch == plain.dispatch);
   CHECK(plan.finalize == plain.finalize);
   CHECK(plan.workspace_bytes == plain.workspace_bytes);
@@ -213,6 +218,37 @@ TEST_CASE("decoded scales add a decoder warp and its SMEM to the fast atom's com
                        "decoded_scales = true is invalid for the sm90-bf16-mma atom: only the sm90-fp8-wgmma atom "
                        "reads UE8M0 scale words in its K-loop",
                        codegen::ConfigError);
+}
+
+TEST_CASE("subnormal weight scales: the fast atom's K-loop decodes code 0 as 2^-127 only when the weights need it") {
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  codegen::MoeCodegenOptions o;
+  const codegen::MoeLaunchPlan flushed = codegen::plan_launch(glm, 8, h200, o);
+  o.subnormal_weight_scales = true;
+  const codegen::MoeLaunchPlan subnormal = codegen::plan_launch(glm, 8, h200, o);
+  CHECK_FALSE(flushed.subnormal_weight_scales);
+  CHECK(subnormal.subnormal_weight_scales);
+  const codegen::KernelSpec a = codegen::moe_compute_spec(glm, flushed), b = codegen::moe_compute_spec(glm, subnormal);
+  CHECK(constant_of(a, "kSubnormalScales") == 0);
+  CHECK(constant_of(b, "kSubnormalScales") == 1);
+  CHECK(a.summary() != b.summary());            // two kernels, two cache entries
+  CHECK(flushed.compute == subnormal.compute);  // the same geometry
+  // 2^-127 is 0x00400000: the subnormal kernel raises every weight scale code 0 to it in its K-loops, the other
+  // only the activation scales it decodes where they are staged.
+  auto raises = [](const jit::BuildArtifacts& built) {
+    std::size_t n = 0;
+    for (std::size_t at = built.final_ptx.find("4194304"); at != std::string::npos;
+         at = built.final_ptx.find("4194304", at + 1))
+      ++n;
+    return n;
+  };
+  CHECK(raises(jit::build_kernel(b)) > raises(jit::build_kernel(a)));
+  // The other atoms do not read codes this way: the option changes nothing there.
+  o.path = codegen::ComputePath::exact;
+  const codegen::MoeLaunchPlan exact = codegen::plan_launch(glm, 8, h200, o);
+  CHECK_FALSE(exact.subnormal_weight_scales);
+  CHECK(constant_of(codegen::moe_compute_spec(glm, exact), "kSubnormalScales") == 0);
 }
 
 TEST_CASE("every role and transform of each atom compiles and assembles, and the sm_120a atom keeps its MMA") {
