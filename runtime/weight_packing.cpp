@@ -48,9 +48,7 @@ bool has_subnormal_scales(std::span<const std::uint8_t> payload, std::span<const
   for (std::size_t b = 0; b < scales.size(); ++b) {
     if (scales[b] != 0) continue;
     const std::size_t row = b / (k / 32), block = b % (k / 32);
-    const std::uint8_t* q = payload.data() + row * (k / 2) + block * 16;
-    for (int i = 0; i < 16; ++i)
-      if (q[i] & 0x77) return true;  // a nonzero magnitude in either nibble
+    if (contract::block_has_value(payload.data() + row * (k / 2) + block * 16)) return true;
   }
   return false;
 }

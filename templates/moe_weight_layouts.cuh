@@ -93,5 +93,15 @@ MOEJIT_HD constexpr int max_weight_scale_code(int path) {
   return path == kPathSm90Bf16 ? 128 : 254;
 }
 
+// Whether a checkpoint K32 block (its 16 payload bytes, two E2M1 codes each)
+// holds a nonzero value: a magnitude bit in either nibble (-0 is 0x8). A block
+// of scale code 0 that does needs the scale's 2^-127 (the weight transform
+// kernel and the CPU packer both ask this: MoeCodegenOptions::subnormal_weight_scales).
+MOEJIT_HD constexpr bool block_has_value(const unsigned char* payload16) {
+  bool any = false;
+  for (int b = 0; b < 16; ++b) any |= (payload16[b] & 0x77u) != 0;
+  return any;
+}
+
 }  // namespace contract
 }  // namespace moejit

@@ -56,10 +56,8 @@ __device__ void moe_weight_transform(const u8* __restrict__ payload_in, const u8
           const u32 code = block < kSrcK / 32 ? s[block] : 0u;
           out |= code << (8 * j);
           top = max(top, int(code));
-          if (code == 0 && block < kSrcK / 32) {  // the block's 32 codes: any magnitude bits?
-            const u8* q = payload_in + (u64(e) * kSrcRows + row) * (kSrcK / 2) + block * 16;
-            for (int b = 0; b < 16; ++b) subnormal |= (q[b] & 0x77u) != 0;
-          }
+          if (code == 0 && block < kSrcK / 32)
+            subnormal |= contract::block_has_value(payload_in + (u64(e) * kSrcRows + row) * (kSrcK / 2) + block * 16);
         }
         if (top > 0) atomicMax(status, top);
         if (subnormal) atomicOr(status + 1, 1);

@@ -22,8 +22,7 @@
 // 18.2 / 22.6 / 19.9 / 25.9 and 9.3 / 9.3 / 8.4 / 9.2. With decoded scales (a
 // decoder warp writes each stage's scales as FP32,
 // MoeCodegenOptions::decoded_scales) 15.2 / 19.4 / 17.1 / 23.8 and
-// 5.8 / 6.0 / 6.1 / 7.1. A loop may run two K128 steps an iteration (the
-// counts are per step). A change that grows a loop past its budget fails
+// 5.8 / 6.0 / 6.1 / 7.1. A change that grows a loop past its budget fails
 // here, before a GPU ever runs it.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -110,17 +109,15 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
     for (const sass::LoopMix& loop : loops) {
       // One wgmma per K32 block and tile: N columns (GEMM2) or 2N (GEMM1 on split rows, the step in two halves).
       if (loop.first_mma.find(fmt::format("QGMMA.64x{}x32", b.split ? 2 * b.n : b.n)) == std::string::npos) continue;
-      // The loops run K128 steps unrolled by `unroll` (1 or 2): counts are per step.
-      const int step_mma = 4 * plan.tiles / plan.groups, unroll = loop.mma / step_mma;
-      if (loop.mma % step_mma || unroll < 1 || unroll > 2 || loop.mma_waits != (b.split ? 2 : 1) * unroll) continue;
+      if (loop.mma != 4 * plan.tiles / plan.groups || loop.mma_waits != (b.split ? 2 : 1)) continue;
       ++found;
-      const double issued = loop.instructions / eights / unroll, integer = loop.alu / eights / unroll;
-      MESSAGE(fmt::format(
-          "{}{}{}N = {} loop {}: {} instructions per {} K128 step(s) ({} integer, {} IMAD, {} FP32, {} MMA) = "
-          "{:.1f} issued and {:.1f} integer per 8 weights (budget {} and {})",
-          b.decoded ? "decoded scales, " : "", b.subnormal ? "subnormal weight scales, " : "", b.split ? "split " : "",
-          b.n, loop.label, loop.instructions, unroll, loop.alu, loop.imad, loop.fp32, loop.mma, issued, integer,
-          b.issued, b.integer));
+      const double issued = loop.instructions / eights, integer = loop.alu / eights;
+      MESSAGE(
+          fmt::format("{}{}{}N = {} loop {}: {} instructions per K128 step ({} integer, {} IMAD, {} FP32, {} MMA) = "
+                      "{:.1f} issued and {:.1f} integer per 8 weights (budget {} and {})",
+                      b.decoded ? "decoded scales, " : "", b.subnormal ? "subnormal weight scales, " : "",
+                      b.split ? "split " : "", b.n, loop.label, loop.instructions, loop.alu, loop.imad, loop.fp32,
+                      loop.mma, issued, integer, b.issued, b.integer));
       CHECK(issued <= b.issued);
       CHECK(integer <= b.integer);
     }
