@@ -37,8 +37,8 @@ std::vector<std::pair<std::string, std::int64_t>> dims_constants(const contract:
 
 // The entry asserts the workspace layout the host carves.
 std::pair<std::string, std::int64_t> workspace_check(const contract::MoeDims& d) {
-  return {fmt::format("moejit::contract::workspace_layout({{{}, {}, {}, {}, {}, {}, {}}}).fixed_bytes", d.experts,
-                      d.top_k, d.hidden, d.inter, d.capacity, d.path, d.shared),
+  return {fmt::format("moejit::contract::workspace_layout({{{}, {}, {}, {}, {}, {}, {}, {}}}).fixed_bytes", d.experts,
+                      d.top_k, d.hidden, d.inter, d.capacity, d.path, d.shared, d.ranks),
           contract::workspace_layout(d).fixed_bytes};
 }
 }  // namespace
@@ -54,10 +54,14 @@ std::optional<KernelSpec> moe_dispatch_spec(const MoeConfig& config, const MoeLa
   // W4A16 stages the caller's BF16 rows as they are (padded); w4a8-mx quantizes them.
   s.constants.emplace_back("kQuantize", config.recipe == Recipe::w4a8_mx ? 1 : 0);
   s.constants.emplace_back("kImage", contract::path_fp8_rows(plan.contract_path) ? 0 : 1);
+  s.constants.emplace_back("kRanks", d.ranks);
   s.params = {
       {"x_q", ParamType::ptr, "const moejit::u8*"},
       {"x_scales", ParamType::ptr, "const moejit::u8*"},
       {"x_bf16", ParamType::ptr, "const moejit::u16*"},
+      // Expert parallelism publishes them to the other ranks (unread with one).
+      {"topk_ids", ParamType::ptr, "const moejit::i32*"},
+      {"topk_weights", ParamType::ptr, "const float*"},
       {"tokens", ParamType::u32, "moejit::u32"},
       {"ws", ParamType::ptr, "moejit::u8*"},
   };
@@ -87,7 +91,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kActivation", config.activation == Activation::gpt_oss ? 1 : 0},
                  {"kShared", d.shared},
                  {"kDecoded", plan.decoded_scales ? 1 : 0},
-                 {"kSubnormalScales", plan.subnormal_weight_scales ? 1 : 0}};
+                 {"kSubnormalScales", plan.subnormal_weight_scales ? 1 : 0},
+                 {"kRanks", d.ranks}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";
@@ -129,11 +134,12 @@ KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan)
       base_spec("moe_finalize", "moe_finalize.cuh", "moejit::moe_finalize", plan.target, plan.finalize.threads);
   s.constants = dims_constants(d);
   s.constants.emplace_back("kHiddenIn", config.hidden);
+  s.constants.emplace_back("kRanks", d.ranks);
   s.params = {
       {"topk_ids", ParamType::ptr, "const moejit::i32*"},
       {"y", ParamType::ptr, "moejit::u16*"},
       {"tokens", ParamType::u32, "moejit::u32"},
-      {"ws", ParamType::ptr, "const moejit::u8*"},
+      {"ws", ParamType::ptr, "moejit::u8*"},  // expert parallelism records a wait that gave up in its header
   };
   s.static_checks = {workspace_check(d)};
   s.required_instructions = {"griddepcontrol.wait"};

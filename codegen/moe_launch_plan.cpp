@@ -44,8 +44,8 @@ int padded_intermediate(const MoeConfig& config) {
   return static_cast<int>(contract::align_up(config.intermediate, 128));
 }
 contract::MoeDims workspace_dims(const MoeConfig& c, int contract_path) {
-  return {c.local_experts(), c.top_k,       padded_hidden(c),       padded_intermediate(c),
-          c.token_capacity,  contract_path, c.shared_expert ? 1 : 0};
+  return {c.local_experts(), c.top_k,       padded_hidden(c),        padded_intermediate(c),
+          c.token_capacity,  contract_path, c.shared_expert ? 1 : 0, c.ranks};
 }
 
 void validate(const MoeCodegenOptions& o) {
@@ -192,7 +192,12 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   const bool split = contract::path_split_rows(p.contract_path);
   const bool padded = H != config.hidden;
   const std::string pad_note = padded ? fmt::format(", padding H = {} to {}", config.hidden, H) : "";
-  if (config.recipe == Recipe::w4a16 && !padded) {
+  // Expert parallelism: the other ranks read this rank's x rows and routes from its workspace, where only the
+  // dispatch role puts them.
+  const bool ep = config.ranks > 1;
+  const std::string ep_note =
+      ep ? fmt::format(", and publishes them with the routes to the other {} rank(s)", config.ranks - 1) : "";
+  if (config.recipe == Recipe::w4a16 && !padded && !ep) {
     note("dispatch: not launched (W4A16: the compute role reads the caller's BF16 x and routes by itself)");
   } else if (config.recipe == Recipe::w4a16) {
     p.dispatch = {
@@ -202,9 +207,9 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
         0,
         1,
         0};
-    note(fmt::format("dispatch: copies the BF16 x{} ({} threads x {} CTAs)", pad_note, k_dispatch_threads,
+    note(fmt::format("dispatch: copies the BF16 x{}{} ({} threads x {} CTAs)", pad_note, ep_note, k_dispatch_threads,
                      p.dispatch.grid));
-  } else if (options.input_bf16 || image || split || padded) {
+  } else if (options.input_bf16 || image || split || padded || ep) {
     const std::int64_t work = std::int64_t{batch} * H / (image ? 16 : 32);
     p.dispatch = {true,
                   std::min(ceil_div(work, k_dispatch_threads), k_streaming_ctas_per_sm * device.sm_count),
@@ -216,9 +221,9 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                        : image            ? "writes the BF16 image of x"
                        : split            ? "splits the MXFP8 x"
                                           : "copies the MXFP8 x";
-    note(fmt::format("dispatch: {}{}{} ({} threads x {} CTAs)", what,
+    note(fmt::format("dispatch: {}{}{}{} ({} threads x {} CTAs)", what,
                      split ? " into its large and small elements (exact FP8 sums of GEMM1's large products)" : "",
-                     pad_note, k_dispatch_threads, p.dispatch.grid));
+                     pad_note, ep_note, k_dispatch_threads, p.dispatch.grid));
   } else {
     note("dispatch: not launched (the compute role reads the caller's MXFP8 x and routes by itself)");
   }

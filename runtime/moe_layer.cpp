@@ -399,7 +399,13 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
     const codegen::RolePlan* plan = nullptr;
     if (spec.kernel == "moe_dispatch") {
       plan = &t.plan.dispatch;
-      args.ptr("x_q", a.x_q).ptr("x_scales", a.x_scales).ptr("x_bf16", a.x_bf16).u32("tokens", tokens).ptr("ws", ws);
+      args.ptr("x_q", a.x_q)
+          .ptr("x_scales", a.x_scales)
+          .ptr("x_bf16", a.x_bf16)
+          .ptr("topk_ids", a.topk_ids)
+          .ptr("topk_weights", a.topk_weights)
+          .u32("tokens", tokens)
+          .ptr("ws", ws);
     } else if (spec.kernel == "moe_compute") {
       plan = &t.plan.compute;
       args.ptr("topk_ids", a.topk_ids)

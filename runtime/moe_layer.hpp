@@ -110,7 +110,8 @@ struct RoleEvents {
 };
 
 // The checks the layer makes before any launch. Throw InvalidInput naming the field.
-// validate_layer_config: every Table 10 range, and what this version supports (R = 1, E <= 2048).
+// validate_layer_config: every Table 10 range, and what this version supports (E <= 2048; no fused shared expert
+// with R > 1).
 void validate_layer_config(const codegen::MoeConfig& config);
 void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptions& options,
                            const MoeForwardArgs& args);

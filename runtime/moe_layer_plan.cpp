@@ -8,9 +8,11 @@ namespace moejit::runtime {
 
 void validate_layer_config(const codegen::MoeConfig& config) {
   codegen::validate(config);
-  if (config.ranks != 1)
-    throw InvalidInput("ranks",
-                       fmt::format("ranks R = {} is not supported yet: MoeLayer runs one GPU (R = 1)", config.ranks));
+  // Expert parallelism (R > 1, runtime/ep_ranks.hpp) runs routed experts only.
+  if (config.ranks > 1 && config.shared_expert)
+    throw InvalidInput("shared_expert", fmt::format("shared_expert = true is not supported with ranks R = {} > 1: "
+                                                    "expert parallelism runs routed experts only (R = 1 fuses it)",
+                                                    config.ranks));
   // The dispatch role counts routes per expert in shared memory.
   if (config.experts > 2048)
     throw InvalidInput(

@@ -25,6 +25,7 @@
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 #include "moe_atom_sm120.cuh"
 #endif
+#include "moe_ep.cuh"
 #include "moe_pipeline.cuh"
 #include "moe_schedule.cuh"
 
@@ -76,12 +77,12 @@ __device__ __forceinline__ float gated_activation(float gate, float up, float cl
 }
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded, class Atom>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded, class Atom, int kRanks>
 struct ComputeRole {
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
   static constexpr bool kSplitRows = contract::path_split_rows(kPath);
-  static constexpr contract::MoeDims kDims{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared};
+  static constexpr contract::MoeDims kDims{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks};
   // The schedule's experts: the E routed ones, then (kShared) the fused shared
   // expert, expert E of the packed weights, whose route for token t is
   // kSharedRoute0 + t with weight 1 (contract::shared_route0).
@@ -106,6 +107,10 @@ struct ComputeRole {
   static_assert(contract::compute_smem_valid(kPath, kGroups, kTiles, kTileN, kStages, kSlots), "compute SMEM layout");
   static_assert(kSlots < 4096, "the routing prologue packs active indices in 12 bits");
   static_assert(kShared == 0 || kShared == 1, "one fused shared expert at most");
+  static_assert(kRanks == 1 || kShared == 0, "expert parallelism runs routed experts only");
+  // Expert parallelism (kRanks > 1): every rank's routes that reach this rank's experts (moe_ep.cuh).
+  using Ep = EpRoutes<kExperts, kTopK, kCapacity, kRanks,
+                      EpLayout<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks>>;
   static_assert(contract::path_cost_weighted(kPath) == !uniform_step_cost<Atom>(),
                 "the SMEM layout holds the share table exactly when the atom's step costs differ");
 
@@ -113,7 +118,18 @@ struct ComputeRole {
     return kShared && route >= kSharedRoute0 ? route - kSharedRoute0 : route / kTopK;
   }
   __device__ static float weight_of(const ComputeParams& p, int route) {
+    if constexpr (kRanks > 1) return ep(p.ws).weight(route);
     return kShared && route >= kSharedRoute0 ? 1.0f : p.topk_weights[route];
+  }
+  // The routes the schedule reads; with several ranks, nothing when they never arrived.
+  __device__ static Ep ep(const u8* ws, bool arrived = true) {
+    return Ep{reinterpret_cast<const contract::MoeHeader*>(ws + kWs.header), arrived ? kRanks * Ep::kSpan : 0};
+  }
+  __device__ static auto routes_of(const ComputeParams& p, bool arrived = true) {
+    if constexpr (kRanks > 1)
+      return ep(p.ws, arrived);
+    else
+      return LocalRoutes{p.topk_ids, int(p.tokens) * kTopK};
   }
 
   // One of this CTA's trace slots (contract::TraceSlot); nothing without a trace buffer.
@@ -152,6 +168,17 @@ struct ComputeRole {
             reinterpret_cast<u16*>(ws + kWs.arena),
             reinterpret_cast<int*>(ws + kWs.fixed_bytes),
             reinterpret_cast<float*>(ws + contract::partials_offset(kDims, kGrid))};
+  }
+
+  // Spins on ready() (a wait inside this grid); with several ranks, bounded as ep_wait, since a CTA that gave
+  // up on another rank leaves pieces nobody writes.
+  template <class Ready>
+  __device__ static void spin(const Workspace& ws, Ready ready) {
+    if constexpr (kRanks > 1) {
+      ep_wait(ws.header, globaltimer(), contract::kEpWaitPieces, ws.header->rank, [&](int&) { return ready(); });
+    } else {
+      while (!ready()) __nanosleep(64);
+    }
   }
 
   // ---------------------------------------------------------------- producers
@@ -222,7 +249,7 @@ struct ComputeRole {
       route0 = lane < sg.rows ? r0 : -1;
       route1 = lane + 32 < sg.rows ? r0 + 32 : -1;
     } else {
-      tile_routes(p.topk_ids, int(p.tokens) * kTopK, sg.expert, sg.j * kTileN, sg.rows, route0, route1);
+      tile_routes(routes_of(p), sg.expert, sg.j * kTileN, sg.rows, route0, route1);
     }
 #pragma unroll
     for (int q = 0; q < kPasses; ++q) {
@@ -239,9 +266,14 @@ struct ComputeRole {
     for (int h = 0; h < kColGroups; ++h) {
       const int n = lane + 32 * h, r = h ? route1 : route0;
       tc.route[h] = n < sg.rows ? r : -1;
-      // GEMM1: the caller's read-only x_scales words; GEMM2: the handoff's records.
-      tc.scale_src[h] = sg.phase == 0 ? p.x_scales + u64(token_of(r)) * (kHidden / 128)
-                                      : ws.handoff_s + u64(r) * kKb2 * (contract::kScaleRecordBytes / 4);
+      // GEMM1: the caller's read-only x_scales words (or the owner rank's); GEMM2: the handoff's records.
+      if constexpr (kRanks > 1)
+        tc.scale_src[h] = sg.phase == 0 ? reinterpret_cast<const u32*>(ep(p.ws).row(
+                                              r, reinterpret_cast<const u8*>(p.x_scales) - p.ws, 4 * (kHidden / 128)))
+                                        : ws.handoff_s + u64(r) * kKb2 * (contract::kScaleRecordBytes / 4);
+      else
+        tc.scale_src[h] = sg.phase == 0 ? p.x_scales + u64(token_of(r)) * (kHidden / 128)
+                                        : ws.handoff_s + u64(r) * kKb2 * (contract::kScaleRecordBytes / 4);
     }
   }
 
@@ -275,7 +307,7 @@ struct ComputeRole {
           // GEMM2's K128 block k needs the four 64-row GEMM1 tiles of its 128 intermediate columns, per token tile.
           if (lane == 0) {
             const u64 t0 = p.trace ? globaltimer() : 0;
-            while (ld_acquire_gpu(ws.ready + sg.a * kKb2 + k) < 4 * tiles) __nanosleep(32);
+            spin(ws, [&] { return ld_acquire_gpu(ws.ready + sg.a * kKb2 + k) >= 4 * tiles; });
             if (p.trace) ready_waited += globaltimer() - t0;
           }
           __syncwarp();
@@ -360,7 +392,11 @@ struct ComputeRole {
   }
 
   __device__ static const u8* row_source(const ComputeParams& p, const Workspace& ws, int phase, int route) {
-    if (phase == 0) return p.x_rows + u64(token_of(route)) * kHidden * (kChunkBytes / 128);
+    constexpr long long kPitch = (long long)kHidden * (kChunkBytes / 128);
+    if (phase == 0) {
+      if constexpr (kRanks > 1) return ep(p.ws).row(route, p.x_rows - p.ws, kPitch);  // the owner rank's rows
+      return p.x_rows + u64(token_of(route)) * kPitch;
+    }
     return ws.handoff + u64(route) * contract::handoff_row_bytes(kPath, kInter);
   }
 
@@ -437,7 +473,7 @@ struct ComputeRole {
         if (walker.share(sg.phase, b + 1) == lo) continue;  // an empty share
         if (threadIdx.x == 0) {
           const u64 t0 = p.trace ? globaltimer() : 0;
-          while (ld_acquire_gpu(ws.flags + slot + b) != tag) __nanosleep(64);
+          spin(ws, [&] { return ld_acquire_gpu(ws.flags + slot + b) == tag; });
           // Added in the buffer, not summed in a register: the consumers have none to spare.
           if (p.trace) atomicAdd(trace_slot(p, contract::kTraceConsumerFlagWait), globaltimer() - t0);
         }
@@ -629,7 +665,8 @@ struct ComputeRole {
         for (int q = 0; q < 2; ++q) {
           const int col = 8 * i + 2 * t + q;
           if (col >= sg.rows) continue;
-          u16* out = ws.arena + u64(route[2 * i + q]) * kHidden;
+          u16* out = kRanks > 1 ? ep(reinterpret_cast<const u8*>(ws.header)).arena_row(route[2 * i + q], kHidden)
+                                : ws.arena + u64(route[2 * i + q]) * kHidden;
           out[h] = float_to_bf16_rne(acc[u][4 * i + q]);
           out[h + 8] = float_to_bf16_rne(acc[u][4 * i + 2 + q]);
         }
@@ -662,13 +699,25 @@ struct ComputeRole {
         if (kDecoded) mbar_init(&ring.decoded[s], 32);
       }
       fence_barrier_init();
-      s_scratch[63] = ws.header->epoch + 1;  // this forward's tag
+      const int tag = ws.header->epoch + 1;  // this forward's tag
+      s_scratch[63] = tag;
+      if constexpr (kRanks > 1) {
+        // Every rank's routes and rows of this forward, or none: a rank that never dispatches is reported.
+        bool arrived = true;
+        const Ep e = ep(p.ws);
+        const u64 start = globaltimer();
+        for (int s = 0; s < kRanks && arrived; ++s)
+          arrived = ep_wait(ws.header, start, contract::kEpWaitDispatch, s,
+                            [&](int& seen) { return (seen = ld_acquire_sys(&e.peer_header(s)->dispatched)) >= tag; });
+        s_scratch[61] = arrived;
+      }
     }
+    if constexpr (kRanks > 1) __syncthreads();
     const RouteTables tables = route_tables<kSlots, kShared, kTileN, kThreads, Atom>(
-        p.topk_ids, int(p.tokens) * kTopK, int(p.tokens), reinterpret_cast<unsigned*>(smem + kSmem.counts),
-        reinterpret_cast<unsigned*>(s_scratch), reinterpret_cast<int*>(smem + kSmem.active),
-        reinterpret_cast<int*>(smem + kSmem.count), reinterpret_cast<int*>(smem + kSmem.tile0),
-        reinterpret_cast<int*>(smem + kSmem.cost0));
+        routes_of(p, kRanks == 1 || s_scratch[61] != 0), int(p.tokens),
+        reinterpret_cast<unsigned*>(smem + kSmem.counts), reinterpret_cast<unsigned*>(s_scratch),
+        reinterpret_cast<int*>(smem + kSmem.active), reinterpret_cast<int*>(smem + kSmem.count),
+        reinterpret_cast<int*>(smem + kSmem.tile0), reinterpret_cast<int*>(smem + kSmem.cost0));
     Walker::template fill_shares<kThreads>(tables);
     if (threadIdx.x == 0) trace(p, contract::kTraceScheduled, globaltimer());
     const int tag = s_scratch[63];
@@ -687,6 +736,7 @@ struct ComputeRole {
     // epoch, so the next forward (stream-ordered after this grid) starts clean.
     // (The producer warps ran their loops on lane 0 alone: reconverge them for the aligned barrier.)
     __syncwarp();
+    if constexpr (kRanks > 1) __threadfence_system();  // the rows written into other ranks' arenas, before `epoch`
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence();
@@ -698,7 +748,10 @@ struct ComputeRole {
       for (int i = threadIdx.x; i < tables.n_active * kKb2; i += blockDim.x) ws.ready[i] = 0;
       if (threadIdx.x == 0) {
         ws.header->done = 0;
-        ws.header->epoch = ws.header->epoch + 1;
+        if constexpr (kRanks > 1)
+          st_release_sys(&ws.header->epoch, ws.header->epoch + 1);  // the other ranks' finalize waits for it
+        else
+          ws.header->epoch = ws.header->epoch + 1;
       }
       __threadfence();
     }
@@ -708,29 +761,33 @@ struct ComputeRole {
 };
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
+          int kRanks = 1>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>>::run(p);
+              kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
+          int kRanks = 1>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Bf16>::run(p);
+              kShared, kDecoded, AtomSm90Bf16, kRanks>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
+          int kRanks = 1>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Bf16W4A16>::run(p);
+              kShared, kDecoded, AtomSm90Bf16W4A16, kRanks>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
+          int kRanks = 1>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm120>::run(p);
+              kShared, kDecoded, AtomSm120, kRanks>::run(p);
 }
 #endif
 

@@ -123,13 +123,43 @@ MOEJIT_HD constexpr long long handoff_row_bytes(int path, int inter) {
   return path_fp8_rows(path) ? inter : 2LL * inter;
 }
 
+// Expert parallelism: R ranks, each its own workspace; the kernels reach the
+// others' through the header's peer table (rank -> the base of its workspace as
+// this GPU addresses it), whoever filled it (partitions of one GPU, NCCL, or
+// the caller).
+constexpr int kMaxRanks = 32;
+
+// What a bounded cross-rank wait reports when it gives up (MoeHeader::error).
+enum EpWait : int {
+  kEpWaitNone = 0,
+  kEpWaitDispatch = 1,  // compute: a rank's `dispatched` never reached this forward (its dispatch did not run)
+  kEpWaitCompute = 2,   // finalize: a rank's `epoch` never reached this forward (its compute did not finish)
+  kEpWaitPieces = 3,    // compute: its own grid's split-K pieces or GEMM2 inputs (after another CTA gave up)
+};
+
 // The workspace header. `epoch` counts the forwards that finished on this
 // workspace (the last compute CTA of a forward bumps it), so a forward tags its
 // partial sums with epoch + 1 and no flag needs a reset. `done` counts the
-// compute CTAs that finished this forward.
+// compute CTAs that finished this forward. The rest is expert parallelism's
+// (zero and unused with one rank): `dispatched` is the forward (epoch + 1) whose
+// x rows, routes and token count this rank's dispatch role has published,
+// `dispatch_done` its CTAs that finished; `rank`, `ranks`, `timeout_ns` and
+// `peers` are the host's (MoeLayer::init_rank_workspace); `error` (EpWait),
+// `error_rank` and `error_value` the first wait that gave up, kept until the
+// host reads them.
 struct MoeHeader {
   int epoch;
   int done;
+  int dispatched;
+  int dispatch_done;
+  int tokens;
+  int rank;
+  int ranks;
+  int error;
+  int error_rank;
+  int error_value;
+  long long timeout_ns;
+  unsigned long long peers[kMaxRanks];
 };
 
 // The compute role's trace (ComputeParams::trace, null unless a profiler asks,
@@ -168,6 +198,7 @@ constexpr int kScaleRecordBytes = 16;
 // (shared_route0): every token gets one more route, with weight 1.
 struct MoeDims {
   int experts, top_k, hidden, inter, capacity, path, shared;
+  int ranks = 1;  // expert parallelism: `experts` is then each rank's E / R
 };
 MOEJIT_HD constexpr long long shared_route0(MoeDims d) {
   return (long long)d.capacity * d.top_k;
@@ -177,6 +208,12 @@ MOEJIT_HD constexpr long long route_capacity(MoeDims d) {
   return (long long)d.capacity * (d.top_k + d.shared);
 }
 
+// The routes this rank's compute role runs (its handoff rows): with R ranks,
+// route t * k + j of rank s's tokens is s * Bcap * k + t * k + j (ep_route);
+// with one, the workspace's routes.
+MOEJIT_HD constexpr long long compute_route_capacity(MoeDims d) {
+  return d.ranks > 1 ? (long long)d.ranks * d.capacity * d.top_k : route_capacity(d);
+}
 // The widest token tile (wgmma N) a compute item uses; split-K partial slots
 // are sized for it, so one workspace serves every batch size.
 constexpr int kMaxTileN = 64;
@@ -186,18 +223,20 @@ constexpr int kMaxTileN = 64;
 // kernel finds every region from its compile-time constants and the last one
 // from gridDim.
 struct WorkspaceLayout {
-  long long header;        // MoeHeader
-  long long ready;         // int [E + shared][I/128]: finished GEMM1 tiles per (active expert, K128 block of I)
-  long long x_q;           // u8  [Bcap][H]: E4M3 activations quantized from BF16 input by the dispatch role
-  long long x_scales;      // u32 [Bcap][H/128]
-  long long x_small;       // u8  [Bcap][H]: split rows (path_split_rows): the small elements; x_q holds the large
-  long long x_bf16;        // u16 [Bcap][H]: the exact path's BF16 image of x
-  long long handoff;       // [routes] rows of handoff_row_bytes: GEMM2 activations, by route r (route_capacity)
-  long long handoff_s;     // [routes][I/128] 16-byte records, word 0 the UE8M0 scale word (fp8 paths)
-  long long arena;         // u16 [routes][H]: each route's BF16 output row
-  long long partial_flag;  // int [2][grid]: tag of the forward whose partial sits in the slot
-  long long partials;      // float [2][grid][partial_slot_floats()]: split-K partial sums
-  long long fixed_bytes;   // bytes before `partials`
+  long long header;         // MoeHeader
+  long long ready;          // int [E + shared][I/128]: finished GEMM1 tiles per (active expert, K128 block of I)
+  long long x_q;            // u8  [Bcap][H]: E4M3 activations quantized from BF16 input by the dispatch role
+  long long x_scales;       // u32 [Bcap][H/128]
+  long long x_small;        // u8  [Bcap][H]: split rows (path_split_rows): the small elements; x_q holds the large
+  long long x_bf16;         // u16 [Bcap][H]: the exact path's BF16 image of x
+  long long handoff;        // [routes] rows of handoff_row_bytes: GEMM2 activations, by route r (route_capacity)
+  long long handoff_s;      // [routes][I/128] 16-byte records, word 0 the UE8M0 scale word (fp8 paths)
+  long long arena;          // u16 [routes][H]: each route's BF16 output row (with R ranks, written by its owner)
+  long long route_ids;      // R > 1: i32 [Bcap][k], this rank's topk_ids as the dispatch role published them
+  long long route_weights;  // R > 1: f32 [Bcap][k], its topk_weights
+  long long partial_flag;   // int [2][grid]: tag of the forward whose partial sits in the slot
+  long long partials;       // float [2][grid][partial_slot_floats()]: split-K partial sums
+  long long fixed_bytes;    // bytes before `partials`
 };
 
 // One consumer thread's accumulators of its tiles (tiles / groups * tile_n / 2 <= kMaxTileN / 2), for every
@@ -211,15 +250,19 @@ MOEJIT_HD constexpr WorkspaceLayout workspace_layout(MoeDims d) {
   long long at = 0;
   const long long routes = route_capacity(d);
   const bool fp8 = path_fp8_rows(d.path);
-  l.header = at, at += align_up(64, 256);
+  l.header = at, at += align_up(sizeof(MoeHeader), 256);
   l.ready = at, at += align_up(4LL * (d.experts + d.shared) * (d.inter / 128), 256);
   l.x_q = at, at += align_up((long long)d.capacity * d.hidden, 256);
   l.x_scales = at, at += align_up(4LL * d.capacity * (d.hidden / 128), 256);
   l.x_small = at, at += path_split_rows(d.path) ? align_up((long long)d.capacity * d.hidden, 256) : 0;
   l.x_bf16 = at, at += fp8 ? 0 : align_up(2LL * d.capacity * d.hidden, 256);
-  l.handoff = at, at += align_up(routes * handoff_row_bytes(d.path, d.inter), 256);
-  l.handoff_s = at, at += fp8 ? align_up(kScaleRecordBytes * routes * (d.inter / 128), 256) : 0;
+  const long long computed = compute_route_capacity(d);
+  l.handoff = at, at += align_up(computed * handoff_row_bytes(d.path, d.inter), 256);
+  l.handoff_s = at, at += fp8 ? align_up(kScaleRecordBytes * computed * (d.inter / 128), 256) : 0;
   l.arena = at, at += align_up(2 * routes * d.hidden, 256);
+  const long long published = d.ranks > 1 ? (long long)d.capacity * d.top_k : 0;
+  l.route_ids = at, at += align_up(4 * published, 256);
+  l.route_weights = at, at += align_up(4 * published, 256);
   l.partial_flag = at, at += 0;  // sized by the grid, below
   l.partials = 0;
   l.fixed_bytes = at;

@@ -8,6 +8,7 @@
 // done here: every compute CTA derives it from topk_ids (moe_schedule.cuh).
 
 #include "moe_contract.cuh"
+#include "moe_ep.cuh"
 #include "moe_ptx.cuh"
 
 namespace moejit {
@@ -140,14 +141,16 @@ __device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small
 // kInputBf16: x arrives as BF16 (`x_bf16_in`), else pre-quantized (`x_q_in`,
 // `x_scales_in`, UE8M0 bytes [B][H/32]). kQuantize: the w4a8-mx recipe (else
 // W4A16, whose BF16 rows are only padded). kImage: write the BF16 image (the
-// exact path).
+// exact path). kRanks > 1: the rows, routes and token count are published to
+// the other ranks' compute roles (moe_ep.cuh), the last CTA's release last.
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
-          int kInputBf16, int kQuantize, int kImage>
-__device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16* x_bf16_in, u32 tokens, u8* ws) {
+          int kInputBf16, int kQuantize, int kImage, int kRanks = 1>
+__device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16* x_bf16_in, const i32* topk_ids,
+                             const float* topk_weights, u32 tokens, u8* ws) {
   // The compute role may launch now: its weight stream needs nothing from this grid.
   griddep_launch_dependents();
   constexpr contract::WorkspaceLayout l =
-      contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared});
+      contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks});
   constexpr bool kSplit = contract::path_split_rows(kPath);
   u8* x_q = ws + l.x_q;
   u8* x_scales = ws + l.x_scales;
@@ -160,6 +163,23 @@ __device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16*
     moe_bf16_image<kHidden, kHiddenIn>(x_bf16, x_q_in, x_scales_in, tokens);
   else
     moe_stage_codes<kHidden, kHiddenIn, kSplit>(x_q, ws + l.x_small, x_scales, x_q_in, x_scales_in, tokens);
+  if constexpr (kRanks > 1) {
+    i32* ids = reinterpret_cast<i32*>(ws + l.route_ids);
+    float* weights = reinterpret_cast<float*>(ws + l.route_weights);
+    for (u32 r = blockIdx.x * blockDim.x + threadIdx.x; r < tokens * kTopK; r += gridDim.x * blockDim.x)
+      ids[r] = topk_ids[r], weights[r] = topk_weights[r];
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      auto* h = reinterpret_cast<contract::MoeHeader*>(ws + l.header);
+      if (atomicAdd(&h->dispatch_done, 1) == int(gridDim.x) - 1) {
+        h->dispatch_done = 0;
+        h->tokens = int(tokens);
+        __threadfence_system();
+        st_release_sys(&h->dispatched, h->epoch + 1);  // this rank's compute role bumps epoch to it
+      }
+    }
+  }
 }
 
 }  // namespace moejit

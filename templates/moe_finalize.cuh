@@ -5,16 +5,37 @@
 // reads a neighbour's.
 
 #include "moe_contract.cuh"
+#include "moe_ep.cuh"
 #include "moe_ptx.cuh"
 
 namespace moejit {
 
 // The arena's rows are kHidden (padded) wide; y's kHiddenIn (the model's H).
-template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn>
-__device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, const u8* ws) {
+// With kRanks ranks (kExperts each), the rows come from every rank's compute
+// role: this grid first waits until each has finished the forward (moe_ep.cuh).
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
+          int kRanks = 1>
+__device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, u8* ws) {
   griddep_wait();  // the arena rows are the compute role's
-  constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared};
+  constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks};
   constexpr contract::WorkspaceLayout l = contract::workspace_layout(d);
+  if constexpr (kRanks > 1) {
+    __shared__ int arrived;
+    if (threadIdx.x == 0) {
+      auto* own = reinterpret_cast<contract::MoeHeader*>(ws + l.header);
+      const int forward = own->epoch;  // this rank's compute role has finished it (stream order)
+      const u64 start = globaltimer();
+      bool ok = true;
+      for (int s = 0; s < kRanks && ok; ++s) {
+        const auto* peer = reinterpret_cast<const contract::MoeHeader*>(own->peers[s] + l.header);
+        ok = ep_wait(own, start, contract::kEpWaitCompute, s,
+                     [&](int& seen) { return (seen = ld_acquire_sys(&peer->epoch)) >= forward; });
+      }
+      arrived = ok;
+    }
+    __syncthreads();
+    if (!arrived) return;  // the host reports the header's error; y stays as it was
+  }
   const u16* arena = reinterpret_cast<const u16*>(ws + l.arena);
   const u32 chunks = tokens * (kHiddenIn / 8);
   for (u32 c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
@@ -24,7 +45,7 @@ __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__
 #pragma unroll
     for (int j = 0; j < kTopK + kShared; ++j) {
       const u64 route = j < kTopK ? u64(token) * kTopK + j : u64(contract::shared_route0(d)) + token;
-      if (j < kTopK) poison |= unsigned(topk_ids[route]) >= unsigned(kExperts);
+      if (j < kTopK) poison |= unsigned(topk_ids[route]) >= unsigned(kExperts * kRanks);
       const uint4 v = *reinterpret_cast<const uint4*>(arena + route * kHidden + h);
       const u32 words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll

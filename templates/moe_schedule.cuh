@@ -64,6 +64,16 @@ __device__ unsigned block_exclusive_scan(unsigned* data, int n, unsigned* s_part
   return total;
 }
 
+// The routes the schedule reads: `count()` of them, route r reaching expert
+// `expert(r)` (an id outside [0, E) reaches none). One GPU: the caller's
+// topk_ids as they are; expert parallelism: every rank's (moe_ep.cuh, EpRoutes).
+struct LocalRoutes {
+  const i32* ids;
+  int n;
+  __device__ int count() const { return n; }
+  __device__ int expert(int r) const { return __ldg(ids + r); }
+};
+
 // The routing tables in shared memory (contract::ComputeSmemLayout).
 struct RouteTables {
   int* active;  // [E]: expert of active index a
@@ -124,14 +134,14 @@ __device__ __forceinline__ unsigned steps_of_cost(unsigned x, int cls) {
 // the `tokens` tokens reaches. `counts` is [kExperts] scratch (it may alias
 // buffers that are dead until the pipeline starts); the tables are filled in
 // place. An id outside [0, E) is not routed (finalize poisons its token).
-template <int kExperts, int kShared, int kTileN, int kThreads, class Costs>
-__device__ RouteTables route_tables(const i32* __restrict__ topk_ids, int routes, int tokens, unsigned* counts,
-                                    unsigned* s_scratch, int* active, int* count, int* tile0, int* cost0) {
+template <int kExperts, int kShared, int kTileN, int kThreads, class Costs, class Routes>
+__device__ RouteTables route_tables(const Routes& routes, int tokens, unsigned* counts, unsigned* s_scratch,
+                                    int* active, int* count, int* tile0, int* cost0) {
   constexpr int kRouted = kExperts - kShared;
   for (int e = threadIdx.x; e < kExperts; e += kThreads) counts[e] = e < kRouted ? 0u : unsigned(tokens);
   __syncthreads();
-  for (int r = threadIdx.x; r < routes; r += kThreads) {
-    const int id = topk_ids[r];
+  for (int r = threadIdx.x; r < routes.count(); r += kThreads) {
+    const int id = routes.expert(r);
     if (unsigned(id) < unsigned(kRouted)) atomicAdd(&counts[id], 1u);
   }
   __syncthreads();
@@ -318,8 +328,10 @@ struct SegmentWalker {
 // routes per round: the round's loads are independent, so they are in flight
 // together (one load per round-trip made the activation producer spend most
 // of the kernel here at B >= 32, and the consumers wait for its stages).
-__device__ __forceinline__ void tile_routes(const i32* __restrict__ topk_ids, int routes, int expert, int rank0,
-                                            int rows, int& first, int& second) {
+template <class Routes>
+__device__ __forceinline__ void tile_routes(const Routes& routes_of, int expert, int rank0, int rows, int& first,
+                                            int& second) {
+  const int routes = routes_of.count();
   constexpr int kChunks = 8;
   const int lane = threadIdx.x % 32;
   first = second = -1;
@@ -330,7 +342,7 @@ __device__ __forceinline__ void tile_routes(const i32* __restrict__ topk_ids, in
 #pragma unroll
     for (int u = 0; u < kChunks; ++u) {
       const int r = base + 32 * u + lane;
-      id[u] = r < routes ? __ldg(topk_ids + r) : -1;
+      id[u] = r < routes ? routes_of.expert(r) : -1;
     }
 #pragma unroll
     for (int u = 0; u < kChunks; ++u) {

@@ -34,6 +34,7 @@ const std::vector<OptionSpec>& inspect_options() {
          "--role)",
          "M"},
         {"batch", true, "with --model: the forward's tokens B (default 8)", "B"},
+        {"ranks", true, "with --model: expert-parallel ranks R, 1..32 (default 1): rank 0 of R, E / R experts", "R"},
         {"role", true, "with --model: dispatch, compute (default), finalize, transform (W1) or transform-w2", "R"},
         shared_expert_option(),
         {"ptx", true, "a PTX file (from any frontend) instead of a built-in kernel", "FILE"},
@@ -60,6 +61,12 @@ const std::vector<OptionSpec>& inspect_options() {
 // launch plan plans it on the target's built-in device profile.
 codegen::KernelSpec moe_spec(const Args& args, codegen::Target target) {
   codegen::MoeConfig config = builtin_model_flag(args, *args.get("model"));
+  config.ranks = static_cast<int>(args.get_int("ranks", 1, 1, 32));
+  try {
+    codegen::validate(config);
+  } catch (const codegen::ConfigError& e) {
+    throw UsageError(fmt::format("--ranks: {}", e.what()));
+  }
   const int batch = static_cast<int>(args.get_int("batch", 8, 1, config.token_capacity));
   codegen::MoeCodegenOptions options = codegen_options(args);
   apply_recipe(args, config, options);

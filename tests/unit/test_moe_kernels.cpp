@@ -347,8 +347,13 @@ TEST_CASE("bad input is refused before any launch, naming the field, value and r
   CHECK(config_error([](auto&) {}) == "accepted");
   CHECK(config_error([](auto& c) { c.hidden = 520; }) ==
         "hidden | hidden H = 520 is invalid: must be a multiple of 32 in [512, 8192]");
-  CHECK(config_error([](auto& c) { c.ranks = 8; }) ==
-        "ranks | ranks R = 8 is not supported yet: MoeLayer runs one GPU (R = 1)");
+  CHECK(config_error([](auto& c) { c.ranks = 8; }) == "accepted");  // expert parallelism (runtime/ep_ranks.hpp)
+  CHECK(config_error([](auto& c) {
+          c.ranks = 8;
+          c.shared_expert = codegen::SharedExpert{128};
+        }) ==
+        "shared_expert | shared_expert = true is not supported with ranks R = 8 > 1: expert parallelism runs "
+        "routed experts only (R = 1 fuses it)");
   CHECK(config_error([](auto& c) { c.experts = 4096; }) ==
         "experts | experts E = 4096 is outside the range this version supports [1, 2048]");
   CHECK(config_error([](auto& c) { c.shared_expert = codegen::SharedExpert{128}; }) == "accepted");

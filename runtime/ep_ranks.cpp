@@ -1,0 +1,71 @@
+#include "runtime/ep_ranks.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/driver_api.hpp"
+#include "runtime/moe_layer.hpp"
+#include "templates/moe_contract.cuh"
+
+namespace moejit::runtime {
+
+void init_rank_workspace(CUdeviceptr ws, std::int64_t bytes, int rank, std::span<const CUdeviceptr> peers,
+                         std::chrono::nanoseconds timeout, CUstream stream) {
+  const int ranks = static_cast<int>(peers.size());
+  if (ranks < 2 || ranks > contract::kMaxRanks)
+    throw InvalidInput("peers", fmt::format("peers holds {} workspaces: must be in [2, {}] (one per rank)", ranks,
+                                            contract::kMaxRanks));
+  if (rank < 0 || rank >= ranks)
+    throw InvalidInput("rank", fmt::format("rank = {} is outside the allowed range [0, {}]", rank, ranks - 1));
+  if (peers[rank] != ws)
+    throw InvalidInput("peers", fmt::format("peers[{}] = 0x{:x} is invalid: it must be this rank's workspace 0x{:x}",
+                                            rank, peers[rank], ws));
+  for (int s = 0; s < ranks; ++s)
+    if (peers[s] == 0 || peers[s] % 256 != 0)
+      throw InvalidInput("peers", fmt::format("peers[{}] = 0x{:x} is invalid: must be a non-null 256-byte aligned "
+                                              "workspace",
+                                              s, peers[s]));
+  if (timeout.count() <= 0)
+    throw InvalidInput("timeout", fmt::format("timeout = {} ns is invalid: must be > 0", timeout.count()));
+  if (bytes < static_cast<std::int64_t>(sizeof(contract::MoeHeader)))
+    throw InvalidInput("bytes", fmt::format("bytes = {} is invalid: a workspace holds at least its {}-byte header",
+                                            bytes, sizeof(contract::MoeHeader)));
+  contract::MoeHeader h{};
+  h.rank = rank;
+  h.ranks = ranks;
+  h.timeout_ns = timeout.count();
+  for (int s = 0; s < ranks; ++s) h.peers[s] = peers[s];
+  MOEJIT_CU(cuMemsetD8Async, ws, 0, static_cast<std::size_t>(bytes), stream);
+  // The header from pageable memory: the copy completes before the call returns.
+  MOEJIT_CU(cuMemcpyHtoDAsync, ws, &h, sizeof(h), stream);
+  MOEJIT_CU(cuStreamSynchronize, stream);
+}
+
+std::optional<std::string> rank_wait_error(CUdeviceptr ws, CUstream stream) {
+  MOEJIT_CU(cuStreamSynchronize, stream);
+  contract::MoeHeader h{};
+  MOEJIT_CU(cuMemcpyDtoH, &h, ws, sizeof(h));
+  const double ms = static_cast<double>(h.timeout_ns) / 1e6;
+  switch (h.error) {
+    case contract::kEpWaitNone: return std::nullopt;
+    case contract::kEpWaitDispatch:
+      return fmt::format(
+          "rank {}: rank {} did not dispatch its tokens within {} ms (its `dispatched` counter stayed "
+          "at {}; this rank had finished {} forwards)",
+          h.rank, h.error_rank, ms, h.error_value, h.epoch);
+    case contract::kEpWaitCompute:
+      return fmt::format(
+          "rank {}: rank {}'s compute role did not finish the forward within {} ms (its `epoch` "
+          "counter stayed at {}; this rank had finished {} forwards)",
+          h.rank, h.error_rank, ms, h.error_value, h.epoch);
+    case contract::kEpWaitPieces:
+      return fmt::format(
+          "rank {}: its compute grid gave up within {} ms on its own split-K pieces or GEMM2 inputs, "
+          "which CTAs that had given up on another rank never wrote",
+          h.rank, ms);
+    default:
+      return fmt::format("rank {}: the workspace header holds an unknown wait error {} (rank {}, value {})", h.rank,
+                         h.error, h.error_rank, h.error_value);
+  }
+}
+
+}  // namespace moejit::runtime

@@ -1,0 +1,104 @@
+#pragma once
+// Expert parallelism, the device side: R ranks, each with its own workspace,
+// reach one another only through the peer table in their header
+// (contract::MoeHeader::peers), so partitions of one GPU, NCCL's symmetric
+// windows and a caller's table all look the same here.
+//
+// The protocol of one forward n (every rank runs the same forwards):
+//   dispatch (rank s): its x rows, topk_ids, topk_weights and token count into
+//     its workspace, then `dispatched = n` (release, system scope);
+//   compute (rank r): waits until every rank has dispatched n, then runs the
+//     routes of all ranks' tokens that reach r's experts (route t * k + j of
+//     rank s is s * Bcap * k + t * k + j here: EpRoutes), reading x rows and
+//     weights from their owners and writing each route's BF16 output row into
+//     its owner's arena; its last CTA bumps `epoch` to n;
+//   finalize (rank s): waits until every rank's epoch reached n, then combines
+//     its tokens' k rows as on one GPU.
+// Nothing is reset between forwards: a rank's next dispatch is stream-ordered
+// after its finalize, which waited for every compute of this forward, so no
+// rank can overwrite rows another still reads. Every cross-rank wait is
+// bounded by the header's timeout and reports the rank and counter it gave up
+// on (contract::EpWait) instead of hanging.
+
+#include "moe_contract.cuh"
+#include "moe_ptx.cuh"
+
+namespace moejit {
+
+__device__ __forceinline__ int ld_acquire_sys(const int* p) {
+  int v;
+  asm volatile("ld.acquire.sys.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_sys(int* p, int v) {
+  asm volatile("st.release.sys.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_volatile(const int* p) {
+  return *reinterpret_cast<const volatile int*>(p);
+}
+
+// Spins until ready() holds, or gives up once the header's timeout has passed
+// since `start` or another wait of this rank has given up: then it records
+// (what, rank, the value last seen) as the workspace's first error, unless
+// one is there, and returns false.
+template <class Ready>
+__device__ bool ep_wait(contract::MoeHeader* own, u64 start, int what, int rank, Ready ready) {
+  int seen = 0;
+  while (!ready(seen)) {
+    if (globaltimer() - start > u64(own->timeout_ns) || ld_volatile(&own->error) != 0) {
+      if (atomicCAS(&own->error, 0, what) == 0) {
+        own->error_rank = rank;
+        own->error_value = seen;
+        __threadfence_system();
+      }
+      return false;
+    }
+    __nanosleep(128);
+  }
+  return true;
+}
+
+// The workspace layout of the role kernels' dimensions, as a type (EpRoutes' Layout).
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kRanks>
+struct EpLayout {
+  static constexpr contract::WorkspaceLayout kWs =
+      contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks});
+};
+
+// Routes across ranks, as the compute role of rank `rank` sees them: route vr
+// is route `local(vr)` (t * k + j) of rank `rank_of(vr)`'s tokens.
+template <int kExperts, int kTopK, int kCapacity, int kRanks, class Layout>
+struct EpRoutes {
+  static constexpr int kSpan = kCapacity * kTopK;
+  const contract::MoeHeader* own;
+  int n;  // kRanks * kSpan, or 0 when the ranks' routes never arrived
+
+  __device__ static int rank_of(int vr) { return vr / kSpan; }
+  __device__ static int local(int vr) { return vr % kSpan; }
+  __device__ const u8* peer(int s) const { return reinterpret_cast<const u8*>(own->peers[s]); }
+  __device__ const contract::MoeHeader* peer_header(int s) const {
+    return reinterpret_cast<const contract::MoeHeader*>(peer(s) + Layout::kWs.header);
+  }
+  __device__ int count() const { return n; }
+  // This rank's expert of route vr (its E / R experts are global ids rank * E/R ...), or -1: past the
+  // rank's tokens, or another rank's expert, or out of range (the owner's finalize poisons its token).
+  __device__ int expert(int vr) const {
+    const int s = rank_of(vr), l = local(vr);
+    if (l >= peer_header(s)->tokens * kTopK) return -1;
+    const int id = reinterpret_cast<const i32*>(peer(s) + Layout::kWs.route_ids)[l] - own->rank * kExperts;
+    return unsigned(id) < unsigned(kExperts) ? id : -1;
+  }
+  __device__ float weight(int vr) const {
+    return reinterpret_cast<const float*>(peer(rank_of(vr)) + Layout::kWs.route_weights)[local(vr)];
+  }
+  // Row `token` of a region of the owner's workspace, `at` bytes into it, rows `pitch` bytes apart.
+  __device__ const u8* row(int vr, long long at, long long pitch) const {
+    return peer(rank_of(vr)) + at + (long long)(local(vr) / kTopK) * pitch;
+  }
+  __device__ u16* arena_row(int vr, int hidden) const {
+    return reinterpret_cast<u16*>(const_cast<u8*>(peer(rank_of(vr))) + Layout::kWs.arena) +
+           (long long)local(vr) * hidden;
+  }
+};
+
+}  // namespace moejit

@@ -1,0 +1,227 @@
+// Expert parallelism on one GPU: R ranks are R green-context partitions, each
+// with its own MoeLayer (E / R experts), workspace and stream, talking only
+// through the peer tables of their workspaces (templates/moe_ep.cuh). Every
+// routing gives the y of the R = 1 layer on the same global inputs.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "oracle/moe_check.hpp"
+#include "oracle/moe_reference.hpp"
+#include "oracle/mx_format.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver_api.hpp"
+#include "runtime/ep_ranks.hpp"
+#include "runtime/moe_layer.hpp"
+#include "runtime/sm_partitions.hpp"
+
+using namespace moejit;
+using runtime::DeviceBuffer;
+
+namespace {
+// One rank's slice of the global inputs (tokens [rank * B, (rank + 1) * B)), or all of them (rank -1).
+struct RankInputs {
+  DeviceBuffer xq, xs, ids, w, y;
+  RankInputs(const reference::MoeProblem& p, int tokens)
+      : xq(std::size_t(tokens) * p.hidden),
+        xs(std::size_t(tokens) * p.hidden / 32),
+        ids(std::size_t(tokens) * p.top_k * 4),
+        w(std::size_t(tokens) * p.top_k * 4),
+        y(std::size_t(tokens) * p.hidden * 2) {}
+  void upload(const reference::MoeProblem& p, const oracle::RandomInputs& in, int first, int tokens, CUstream s) {
+    const std::size_t h = p.hidden, k = p.top_k;
+    MOEJIT_CU(cuMemcpyHtoDAsync, xq.ptr(), in.xq.elements.data() + first * h, tokens * h, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xq.scales.data() + first * h / 32, tokens * h / 32, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, ids.ptr(), in.routing.ids.data() + first * k, tokens * k * 4, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, w.ptr(), in.routing.weights.data() + first * k, tokens * k * 4, s);
+    MOEJIT_CU(cuMemsetD8Async, y.ptr(), 0xFF, y.bytes(), s);  // poison
+  }
+  runtime::MoeForwardArgs args(int tokens, CUdeviceptr workspace) const {
+    runtime::MoeForwardArgs a{xq.ptr(), xs.ptr(), 0, ids.ptr(), w.ptr(), y.ptr(), tokens};
+    a.workspace = workspace;
+    return a;
+  }
+  std::vector<std::uint16_t> download(CUstream s) const {
+    std::vector<std::uint16_t> v(y.bytes() / 2);
+    MOEJIT_CU(cuStreamSynchronize, s);
+    y.download(v);
+    return v;
+  }
+};
+
+// Rank r's experts [r E / R, (r + 1) E / R) of the checkpoint on the device: the same buffers, offset.
+runtime::CheckpointWeightsDevice shard(const oracle::RandomWeights& w, const reference::MoeProblem& p, int rank,
+                                       int ranks) {
+  const std::uint64_t e0 = std::uint64_t(rank) * (p.experts / ranks);
+  const std::uint64_t i = p.intermediate, h = p.hidden;
+  runtime::CheckpointWeightsDevice d = w.device();
+  d.w1 += e0 * 2 * i * h / 2, d.s1 += e0 * 2 * i * h / 32;
+  d.w2 += e0 * h * i / 2, d.s2 += e0 * h * i / 32;
+  return d;
+}
+
+// Rewrites the routes of some tokens: `first..last` get k distinct experts from [lo, hi).
+void route_into(oracle::RandomInputs& in, int k, int first, int last, int lo, int hi, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int> pool(hi - lo);
+  for (int e = lo; e < hi; ++e) pool[e - lo] = e;
+  for (int t = first; t < last; ++t) {
+    std::shuffle(pool.begin(), pool.end(), rng);
+    for (int j = 0; j < k; ++j) in.routing.ids[t * k + j] = pool[j];
+  }
+}
+
+double cosine(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
+  std::vector<double> x(a.size()), y(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) x[i] = mx::bf16_value(a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) y[i] = mx::bf16_value(b[i]);
+  return reference::compare(x, y).cosine;
+}
+
+std::size_t bad(const std::vector<std::uint16_t>& y) {
+  return std::count_if(y.begin(), y.end(), [](std::uint16_t v) { return (v & 0x7F80u) == 0x7F80u; });
+}
+
+// R ranks of `config` on R partitions: layers, workspaces (initialized as one group), streams.
+struct Ranks {
+  runtime::SmPartitions parts;
+  std::vector<std::unique_ptr<runtime::MoeLayer>> layers;
+  std::vector<DeviceBuffer> ws;
+  Ranks(const codegen::MoeConfig& global, const oracle::RandomWeights& w, const reference::MoeProblem& p, int ranks,
+        std::chrono::milliseconds timeout)
+      : parts(0, ranks) {
+    codegen::MoeConfig c = global;
+    c.ranks = ranks;
+    runtime::MoeLayerOptions o;
+    o.sm_count = parts.shape().sms_per_part;
+    for (int r = 0; r < ranks; ++r) {
+      MOEJIT_CU(cuCtxSetCurrent, parts.context(r));
+      layers.push_back(std::make_unique<runtime::MoeLayer>(c, shard(w, p, r, ranks), o));
+    }
+    std::vector<CUdeviceptr> peers;
+    for (int r = 0; r < ranks; ++r) ws.emplace_back(static_cast<std::size_t>(layers[0]->workspace_bytes()));
+    for (auto& b : ws) peers.push_back(b.ptr());
+    for (int r = 0; r < ranks; ++r)
+      runtime::init_rank_workspace(peers[r], layers[0]->workspace_bytes(), r, peers, timeout, parts.stream(r));
+  }
+  ~Ranks() {
+    for (std::size_t r = 0; r < layers.size(); ++r) {
+      MOEJIT_CU(cuCtxSetCurrent, parts.context(int(r)));
+      layers[r]->release_stream(parts.stream(int(r)));
+    }
+  }
+  void forward(int rank, const RankInputs& in, int tokens) {
+    MOEJIT_CU(cuCtxSetCurrent, parts.context(rank));
+    layers[rank]->forward(in.args(tokens, ws[rank].ptr()), parts.stream(rank));
+  }
+};
+}  // namespace
+
+TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of the R = 1 layer") {
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = codegen::builtin_model("glm5.2");
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const std::uint64_t seed = gpu_test::seed() ^ 0xE9ull;
+  const oracle::RandomWeights w = oracle::random_weights(p, seed);
+  runtime::MoeLayer single(config, w.device());
+  CUstream s1 = nullptr;
+  MOEJIT_CU(cuStreamCreate, &s1, CU_STREAM_NON_BLOCKING);
+  for (const int R : {2, 4}) {
+    Ranks ranks(config, w, p, R, runtime::k_default_rank_timeout);
+    MESSAGE("R = " << R << ": " << ranks.parts.shape().sms_per_part << " SMs per rank");
+    std::uint64_t case_seed = seed + 100 * R;
+    for (const int B : {1, 8, 64}) {
+      // The operator's four routings, then a rank that receives nothing (no route reaches the last rank's
+      // experts), then tokens whose k experts all live on another rank (rank 0's on the last rank's experts).
+      for (int routing = 0; routing < 6; ++routing) {
+        const oracle::RoutingKind kind = routing < 4 ? oracle::k_all_routings[routing] : oracle::RoutingKind::uniform;
+        oracle::RandomInputs in = oracle::random_inputs(p, R * B, kind, ++case_seed);
+        const int per_rank = p.experts / R;
+        if (routing == 4) route_into(in, p.top_k, 0, R * B, 0, (R - 1) * per_rank, case_seed);
+        if (routing == 5) route_into(in, p.top_k, 0, B, (R - 1) * per_rank, R * per_rank, case_seed);
+        CAPTURE(R);
+        CAPTURE(B);
+        CAPTURE(routing);
+        RankInputs all(p, R * B);
+        MOEJIT_CU(cuCtxSetCurrent, ctx.get());
+        all.upload(p, in, 0, R * B, s1);
+        single.forward(all.args(R * B, 0), s1);
+        const std::vector<std::uint16_t> want = all.download(s1);
+        REQUIRE(bad(want) == 0);
+
+        std::vector<std::unique_ptr<RankInputs>> mine;
+        for (int r = 0; r < R; ++r) {
+          MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(r));
+          mine.push_back(std::make_unique<RankInputs>(p, B));
+          mine[r]->upload(p, in, r * B, B, ranks.parts.stream(r));
+        }
+        for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
+        std::vector<std::uint16_t> got;
+        for (int r = 0; r < R; ++r) {
+          const std::vector<std::uint16_t> y = mine[r]->download(ranks.parts.stream(r));
+          got.insert(got.end(), y.begin(), y.end());
+          const auto error = runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r));
+          CHECK_MESSAGE(!error, *error);
+        }
+        CHECK(bad(got) == 0);
+        const double c = cosine(got, want);
+        CHECK_MESSAGE(c >= 0.99999, "cosine vs the R = 1 layer " << c);
+        if (R * B <= 8) {
+          const std::vector<std::uint16_t> ref =
+              reference::quantized_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing);
+          const double cr = cosine(got, ref);
+          CHECK_MESSAGE(cr >= 0.99999, "cosine vs the quantized CPU reference " << cr);
+        }
+        if (routing == 0 && B == 8) {
+          // 100 replays of the same forward: the same bits every time, and no wait gave up.
+          for (int n = 0; n < 100; ++n)
+            for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
+          std::vector<std::uint16_t> again;
+          for (int r = 0; r < R; ++r) {
+            const std::vector<std::uint16_t> y = mine[r]->download(ranks.parts.stream(r));
+            again.insert(again.end(), y.begin(), y.end());
+            CHECK(!runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r)));
+          }
+          CHECK(again == got);
+        }
+      }
+    }
+  }
+  MOEJIT_CU(cuCtxSetCurrent, ctx.get());
+  single.release_stream(s1);
+  MOEJIT_CU(cuStreamDestroy, s1);
+}
+
+TEST_CASE("expert parallelism: a rank whose roles never launch is reported by the others within the timeout") {
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = codegen::builtin_model("glm5.2");
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const std::uint64_t seed = gpu_test::seed() ^ 0xDEADull;
+  const oracle::RandomWeights w = oracle::random_weights(p, seed);
+  const std::chrono::milliseconds timeout{300};
+  Ranks ranks(config, w, p, 2, timeout);
+  const int B = 8;
+  const oracle::RandomInputs in = oracle::random_inputs(p, 2 * B, oracle::RoutingKind::uniform, seed);
+  MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(0));
+  RankInputs mine(p, B);
+  mine.upload(p, in, 0, B, ranks.parts.stream(0));
+  ranks.layers[0]->launches(mine.args(B, ranks.ws[0].ptr()), ranks.parts.stream(0));  // compiles, launches nothing
+  MOEJIT_CU(cuStreamSynchronize, ranks.parts.stream(0));
+  // Rank 1 never runs: rank 0's compute gives up on rank 1's dispatch, its finalize on rank 1's compute.
+  const auto t0 = std::chrono::steady_clock::now();
+  ranks.forward(0, mine, B);
+  const auto error = runtime::rank_wait_error(ranks.ws[0].ptr(), ranks.parts.stream(0));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(error.has_value());
+  MESSAGE(*error << " (after " << seconds << " s)");
+  CHECK(error->find("rank 0: rank 1 did not dispatch") != std::string::npos);
+  CHECK(error->find("`dispatched`") != std::string::npos);
+  // The compute role's wait, then the finalize role's (which gives up at once: the error is set): within
+  // about one timeout, far from a hang.
+  CHECK(seconds < 4 * timeout.count() / 1000.0 + 1.0);
+}

@@ -1,0 +1,130 @@
+// Expert parallelism without a GPU: what R > 1 changes in the plan, the
+// kernels and the workspace, and the checks of a rank workspace's set-up.
+// (The protocol itself runs in tests/gpu/test_ep_gpu.cpp.)
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "codegen/moe_kernels.hpp"
+#include "jit/kernel_builder.hpp"
+#include "runtime/ep_ranks.hpp"
+#include "runtime/moe_layer.hpp"
+#include "templates/moe_contract.cuh"
+
+using namespace moejit;
+
+namespace {
+std::int64_t constant(const codegen::KernelSpec& s, const std::string& name) {
+  for (const auto& [n, v] : s.constants)
+    if (n == name) return v;
+  FAIL("no constant ", name, " in ", s.kernel);
+  return -1;
+}
+bool has_param(const codegen::KernelSpec& s, const std::string& name) {
+  for (const auto& p : s.params)
+    if (p.name == name) return true;
+  return false;
+}
+codegen::MoeConfig with_ranks(codegen::MoeConfig c, int ranks) {
+  c.ranks = ranks;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("expert parallelism: R > 1 launches the dispatch role and specializes every role on its ranks") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const char* model : {"glm5.2", "gpt-oss-20b"}) {
+    for (const codegen::Recipe recipe : {codegen::Recipe::w4a8_mx, codegen::Recipe::w4a16}) {
+      codegen::MoeConfig c = codegen::builtin_model(model);
+      c.recipe = recipe;
+      CAPTURE(model);
+      CAPTURE(codegen::recipe_name(recipe));
+      for (const int ranks : {1, 2, 4}) {
+        CAPTURE(ranks);
+        const codegen::MoeConfig cr = with_ranks(c, ranks);
+        const codegen::MoeLaunchPlan plan = codegen::plan_launch(cr, 8, h200);
+        // The other ranks read this rank's rows and routes from its workspace, where only the dispatch role puts
+        // them: it runs even where one GPU needs none (W4A16 on an H that needs no padding).
+        if (ranks > 1) {
+          CHECK(plan.dispatch.launched);
+          CHECK(std::any_of(plan.notes.begin(), plan.notes.end(), [&](const std::string& n) {
+            return n.find("publishes them with the routes to the other " + std::to_string(ranks - 1)) !=
+                   std::string::npos;
+          }));
+        }
+        const std::vector<codegen::KernelSpec> specs = codegen::moe_role_specs(cr, plan);
+        for (const codegen::KernelSpec& s : specs) {
+          CAPTURE(s.kernel);
+          CHECK(constant(s, "kRanks") == ranks);
+          CHECK(constant(s, "kExperts") == c.experts / ranks);
+        }
+        if (plan.dispatch.launched) {
+          CHECK(has_param(specs.front(), "topk_ids"));
+          CHECK(has_param(specs.front(), "topk_weights"));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("expert parallelism: the workspace holds every rank's routes for GEMM1's handoff and publishes its own") {
+  const contract::MoeDims one{128, 8, 6144, 2048, 256, contract::kPathSm90Fp8, 0};
+  contract::MoeDims four = one;
+  four.ranks = 4;
+  const contract::WorkspaceLayout a = contract::workspace_layout(one), b = contract::workspace_layout(four);
+  // The handoff and its scale records: a row per route of all four ranks' tokens that this rank may compute.
+  CHECK(b.handoff_s - b.handoff == 4 * (a.handoff_s - a.handoff));
+  CHECK(b.arena - b.handoff_s == 4 * (a.arena - a.handoff_s));
+  // The arena: this rank's own routes, which the owners of their experts write.
+  CHECK(b.route_ids - b.arena == a.route_ids - a.arena);
+  // Routes published for the other ranks: ids and weights, Bcap * k each; none on one rank.
+  CHECK(a.route_weights == a.route_ids);
+  CHECK(a.partial_flag == a.route_ids);
+  CHECK(b.route_weights - b.route_ids == 4 * 256 * 8);
+  CHECK(b.partial_flag - b.route_weights == 4 * 256 * 8);
+  // The header carries the peer table (contract::kMaxRanks workspaces).
+  CHECK(a.ready >= static_cast<long long>(sizeof(contract::MoeHeader)));
+  CHECK(sizeof(contract::MoeHeader::peers) == 8 * contract::kMaxRanks);
+}
+
+TEST_CASE("expert parallelism: the compute role of a rank compiles for both sm_90a paths without spills") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const codegen::ComputePath path : {codegen::ComputePath::fast, codegen::ComputePath::exact}) {
+    CAPTURE(codegen::path_name(path));
+    codegen::MoeCodegenOptions o;
+    o.path = path;
+    const codegen::MoeConfig c = with_ranks(codegen::builtin_model("dsv4.1-flash"), 4);
+    const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, 64, h200, o);
+    for (const codegen::KernelSpec& s : codegen::moe_role_specs(c, plan)) {
+      CAPTURE(s.kernel);
+      const jit::BuildArtifacts built = jit::build_kernel(s);
+      CHECK(!built.cubin.empty());
+      REQUIRE(built.resources.kernels.size() == 1);
+      CHECK(built.resources.kernels[0].spill_store_bytes == 0);
+      CHECK(built.resources.kernels[0].spill_load_bytes == 0);
+    }
+  }
+}
+
+TEST_CASE("expert parallelism: a rank workspace's set-up is checked before it touches the GPU") {
+  using runtime::InvalidInput;
+  const std::vector<CUdeviceptr> peers = {0x10000, 0x20000};
+  const auto timeout = std::chrono::milliseconds(100);
+  auto error = [&](CUdeviceptr ws, int rank, std::vector<CUdeviceptr> p, std::chrono::nanoseconds t) {
+    try {
+      runtime::init_rank_workspace(ws, 1 << 20, rank, p, t, nullptr);
+    } catch (const InvalidInput& e) {
+      return e.field() + " | " + e.what();
+    }
+    return std::string("accepted");
+  };
+  CHECK(error(0x10000, 0, {0x10000}, timeout) == "peers | peers holds 1 workspaces: must be in [2, 32] (one per rank)");
+  CHECK(error(0x10000, 2, peers, timeout) == "rank | rank = 2 is outside the allowed range [0, 1]");
+  CHECK(error(0x10000, 1, peers, timeout) ==
+        "peers | peers[1] = 0x20000 is invalid: it must be this rank's workspace 0x10000");
+  CHECK(error(0x10000, 0, {0x10000, 0x20010}, timeout) ==
+        "peers | peers[1] = 0x20010 is invalid: must be a non-null 256-byte aligned workspace");
+  CHECK(error(0x10000, 0, peers, std::chrono::nanoseconds(0)) == "timeout | timeout = 0 ns is invalid: must be > 0");
+}
