@@ -56,6 +56,7 @@ namespace moejit::runtime {
   X(cuStreamSynchronize, 2000)                         \
   X(cuEventCreate, 2000)                               \
   X(cuEventRecord, 2000)                               \
+  X(cuStreamWaitEvent, 3020)                           \
   X(cuEventSynchronize, 2000)                          \
   X(cuEventElapsedTime, 12080)                         \
   X(cuEventDestroy, 4000)                              \

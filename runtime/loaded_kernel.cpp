@@ -6,6 +6,10 @@ LoadedKernel::LoadedKernel(const std::vector<char>& cubin, const std::string& en
   MOEJIT_CU(cuLibraryLoadData, &library_, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
   try {
     MOEJIT_CU(cuLibraryGetKernel, &kernel_, library_, entry.c_str());
+    // Loaded into the current context now, not lazily at its first launch: loading may wait for the device,
+    // and with expert parallelism on one GPU another rank's grid may be spinning there until this one runs.
+    CUfunction fn = nullptr;
+    MOEJIT_CU(cuKernelGetFunction, &fn, kernel_);
   } catch (...) {
     driver().cuLibraryUnload(library_);
     throw;

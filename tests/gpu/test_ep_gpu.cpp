@@ -124,76 +124,84 @@ struct Ranks {
 
 TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of the R = 1 layer") {
   runtime::ScopedContext ctx(0);
-  const codegen::MoeConfig config = codegen::builtin_model("glm5.2");
-  const reference::MoeProblem p = oracle::problem_of(config);
-  const std::uint64_t seed = gpu_test::seed() ^ 0xE9ull;
-  const oracle::RandomWeights w = oracle::random_weights(p, seed);
-  runtime::MoeLayer single(config, w.device());
   CUstream s1 = nullptr;
   MOEJIT_CU(cuStreamCreate, &s1, CU_STREAM_NON_BLOCKING);
-  for (const int R : {2, 4}) {
-    Ranks ranks(config, w, p, R, runtime::k_default_rank_timeout);
-    MESSAGE("R = " << R << ": " << ranks.parts.shape().sms_per_part << " SMs per rank");
-    std::uint64_t case_seed = seed + 100 * R;
-    for (const int B : {1, 8, 64}) {
-      // The operator's four routings, then a rank that receives nothing (no route reaches the last rank's
-      // experts), then tokens whose k experts all live on another rank (rank 0's on the last rank's experts).
-      for (int routing = 0; routing < 6; ++routing) {
-        const oracle::RoutingKind kind = routing < 4 ? oracle::k_all_routings[routing] : oracle::RoutingKind::uniform;
-        oracle::RandomInputs in = oracle::random_inputs(p, R * B, kind, ++case_seed);
-        const int per_rank = p.experts / R;
-        if (routing == 4) route_into(in, p.top_k, 0, R * B, 0, (R - 1) * per_rank, case_seed);
-        if (routing == 5) route_into(in, p.top_k, 0, B, (R - 1) * per_rank, R * per_rank, case_seed);
-        CAPTURE(R);
-        CAPTURE(B);
-        CAPTURE(routing);
-        RankInputs all(p, R * B);
-        MOEJIT_CU(cuCtxSetCurrent, ctx.get());
-        all.upload(p, in, 0, R * B, s1);
-        single.forward(all.args(R * B, 0), s1);
-        const std::vector<std::uint16_t> want = all.download(s1);
-        REQUIRE(bad(want) == 0);
+  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+    CAPTURE(model);
+    const codegen::MoeConfig config = codegen::builtin_model(model);
+    const reference::MoeProblem p = oracle::problem_of(config);
+    const std::uint64_t seed = gpu_test::seed() ^ 0xE9ull;
+    const oracle::RandomWeights w = oracle::random_weights(p, seed);
+    runtime::MoeLayer single(config, w.device());
+    for (const int R : {2, 4}) {
+      Ranks ranks(config, w, p, R, runtime::k_default_rank_timeout);
+      MESSAGE("R = " << R << ": " << ranks.parts.shape().sms_per_part << " SMs per rank");
+      std::uint64_t case_seed = seed + 100 * R;
+      for (const int B : {1, 8, 64}) {
+        // The operator's four routings, then a rank that receives nothing (no route reaches the last rank's
+        // experts), then tokens whose k experts all live on another rank (rank 0's on the last rank's experts).
+        for (int routing = 0; routing < 6; ++routing) {
+          const oracle::RoutingKind kind = routing < 4 ? oracle::k_all_routings[routing] : oracle::RoutingKind::uniform;
+          oracle::RandomInputs in = oracle::random_inputs(p, R * B, kind, ++case_seed);
+          const int per_rank = p.experts / R;
+          if (routing == 4) route_into(in, p.top_k, 0, R * B, 0, (R - 1) * per_rank, case_seed);
+          if (routing == 5) route_into(in, p.top_k, 0, B, (R - 1) * per_rank, R * per_rank, case_seed);
+          CAPTURE(R);
+          CAPTURE(B);
+          CAPTURE(routing);
+          RankInputs all(p, R * B);
+          MOEJIT_CU(cuCtxSetCurrent, ctx.get());
+          all.upload(p, in, 0, R * B, s1);
+          single.forward(all.args(R * B, 0), s1);
+          const std::vector<std::uint16_t> want = all.download(s1);
+          REQUIRE(bad(want) == 0);
 
-        std::vector<std::unique_ptr<RankInputs>> mine;
-        for (int r = 0; r < R; ++r) {
-          MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(r));
-          mine.push_back(std::make_unique<RankInputs>(p, B));
-          mine[r]->upload(p, in, r * B, B, ranks.parts.stream(r));
-        }
-        for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
-        std::vector<std::uint16_t> got;
-        for (int r = 0; r < R; ++r) {
-          const std::vector<std::uint16_t> y = mine[r]->download(ranks.parts.stream(r));
-          got.insert(got.end(), y.begin(), y.end());
-          const auto error = runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r));
-          CHECK_MESSAGE(!error, *error);
-        }
-        CHECK(bad(got) == 0);
-        const double c = cosine(got, want);
-        CHECK_MESSAGE(c >= 0.99999, "cosine vs the R = 1 layer " << c);
-        if (R * B <= 8) {
-          const std::vector<std::uint16_t> ref =
-              reference::quantized_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing);
-          const double cr = cosine(got, ref);
-          CHECK_MESSAGE(cr >= 0.99999, "cosine vs the quantized CPU reference " << cr);
-        }
-        if (routing == 0 && B == 8) {
-          // 100 replays of the same forward: the same bits every time, and no wait gave up.
-          for (int n = 0; n < 100; ++n)
-            for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
-          std::vector<std::uint16_t> again;
+          std::vector<std::unique_ptr<RankInputs>> mine;
+          for (int r = 0; r < R; ++r) {
+            MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(r));
+            mine.push_back(std::make_unique<RankInputs>(p, B));
+            mine[r]->upload(p, in, r * B, B, ranks.parts.stream(r));
+          }
+          // Every rank's kernels built and loaded before any rank launches (docs/expert-parallelism.md).
+          for (int r = 0; r < R; ++r) {
+            MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(r));
+            ranks.layers[r]->launches(mine[r]->args(B, ranks.ws[r].ptr()), ranks.parts.stream(r));
+          }
+          for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
+          std::vector<std::uint16_t> got;
           for (int r = 0; r < R; ++r) {
             const std::vector<std::uint16_t> y = mine[r]->download(ranks.parts.stream(r));
-            again.insert(again.end(), y.begin(), y.end());
-            CHECK(!runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r)));
+            got.insert(got.end(), y.begin(), y.end());
+            const auto error = runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r));
+            CHECK_MESSAGE(!error, *error);
           }
-          CHECK(again == got);
+          CHECK(bad(got) == 0);
+          const double c = cosine(got, want);
+          CHECK_MESSAGE(c >= 0.99999, "cosine vs the R = 1 layer " << c);
+          if (R * B <= 8) {
+            const std::vector<std::uint16_t> ref =
+                reference::quantized_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing);
+            const double cr = cosine(got, ref);
+            CHECK_MESSAGE(cr >= 0.99999, "cosine vs the quantized CPU reference " << cr);
+          }
+          if (routing == 0 && B == 8) {
+            // 100 replays of the same forward: the same bits every time, and no wait gave up.
+            for (int n = 0; n < 100; ++n)
+              for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
+            std::vector<std::uint16_t> again;
+            for (int r = 0; r < R; ++r) {
+              const std::vector<std::uint16_t> y = mine[r]->download(ranks.parts.stream(r));
+              again.insert(again.end(), y.begin(), y.end());
+              CHECK(!runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r)));
+            }
+            CHECK(again == got);
+          }
         }
       }
     }
+    MOEJIT_CU(cuCtxSetCurrent, ctx.get());
+    single.release_stream(s1);
   }
-  MOEJIT_CU(cuCtxSetCurrent, ctx.get());
-  single.release_stream(s1);
   MOEJIT_CU(cuStreamDestroy, s1);
 }
 
