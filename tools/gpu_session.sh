@@ -16,6 +16,7 @@
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
 #   tests-a / tests-b  the whole GPU matrix in two calls (tests runs it in one, past the 10-minute limit)
 #   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
+#   ep        expert parallelism on R = 2 and 4 partitions: its GPU tests, then moejit_bench_ep
 #   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
 #             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each), and
 #             ncu's issue activity of both at GLM5.2 B = 32
@@ -116,6 +117,10 @@ for step in "${steps[@]}"; do
       run gpu-tests-partitions.log moejit_gpu_tests --duration=true \
         -tc='SM partitions*,two layers planned for 64-SM partitions*'
       ;;
-    *) echo "unknown step '$step' (tests tests-a tests-b memcheck plan bench python decoded partitions)" | tee -a "$OUT/summary.txt" ;;
+    ep)
+      run gpu-tests-ep.log moejit_gpu_tests --duration=true -tc='expert parallelism*'
+      run bench-ep.log moejit_bench_ep
+      ;;
+    *) echo "unknown step '$step' (tests tests-a tests-b memcheck plan bench python decoded partitions ep)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
