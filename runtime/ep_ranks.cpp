@@ -2,11 +2,53 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
+
 #include "runtime/driver_api.hpp"
 #include "runtime/moe_layer.hpp"
 #include "templates/moe_contract.cuh"
 
 namespace moejit::runtime {
+
+const std::size_t k_peer_table_offset = offsetof(contract::MoeHeader, peers);
+
+namespace {
+void check_rank(CUdeviceptr ws, std::int64_t bytes, int rank, int ranks, std::chrono::nanoseconds timeout) {
+  if (ranks < 2 || ranks > contract::kMaxRanks)
+    throw InvalidInput("ranks",
+                       fmt::format("ranks = {} is outside the allowed range [2, {}]", ranks, contract::kMaxRanks));
+  if (rank < 0 || rank >= ranks)
+    throw InvalidInput("rank", fmt::format("rank = {} is outside the allowed range [0, {}]", rank, ranks - 1));
+  if (ws == 0 || ws % 256 != 0)
+    throw InvalidInput("ws", fmt::format("ws = 0x{:x} is invalid: must be a non-null 256-byte aligned workspace", ws));
+  if (timeout.count() <= 0)
+    throw InvalidInput("timeout", fmt::format("timeout = {} ns is invalid: must be > 0", timeout.count()));
+  if (bytes < static_cast<std::int64_t>(sizeof(contract::MoeHeader)))
+    throw InvalidInput("bytes", fmt::format("bytes = {} is invalid: a workspace holds at least its {}-byte header",
+                                            bytes, sizeof(contract::MoeHeader)));
+}
+
+contract::MoeHeader header_of(int rank, int ranks, std::chrono::nanoseconds timeout) {
+  contract::MoeHeader h{};
+  h.rank = rank;
+  h.ranks = ranks;
+  h.timeout_ns = timeout.count();
+  return h;
+}
+
+void write_header(CUdeviceptr ws, std::int64_t bytes, const contract::MoeHeader& h, CUstream stream) {
+  MOEJIT_CU(cuMemsetD8Async, ws, 0, static_cast<std::size_t>(bytes), stream);
+  // From pageable memory: the copy completes before the call returns.
+  MOEJIT_CU(cuMemcpyHtoDAsync, ws, &h, sizeof(h), stream);
+  MOEJIT_CU(cuStreamSynchronize, stream);
+}
+}  // namespace
+
+void init_rank_header(CUdeviceptr ws, std::int64_t bytes, int rank, int ranks, std::chrono::nanoseconds timeout,
+                      CUstream stream) {
+  check_rank(ws, bytes, rank, ranks, timeout);
+  write_header(ws, bytes, header_of(rank, ranks, timeout), stream);
+}
 
 void init_rank_workspace(CUdeviceptr ws, std::int64_t bytes, int rank, std::span<const CUdeviceptr> peers,
                          std::chrono::nanoseconds timeout, CUstream stream) {
@@ -14,8 +56,7 @@ void init_rank_workspace(CUdeviceptr ws, std::int64_t bytes, int rank, std::span
   if (ranks < 2 || ranks > contract::kMaxRanks)
     throw InvalidInput("peers", fmt::format("peers holds {} workspaces: must be in [2, {}] (one per rank)", ranks,
                                             contract::kMaxRanks));
-  if (rank < 0 || rank >= ranks)
-    throw InvalidInput("rank", fmt::format("rank = {} is outside the allowed range [0, {}]", rank, ranks - 1));
+  check_rank(ws, bytes, rank, ranks, timeout);
   if (peers[rank] != ws)
     throw InvalidInput("peers", fmt::format("peers[{}] = 0x{:x} is invalid: it must be this rank's workspace 0x{:x}",
                                             rank, peers[rank], ws));
@@ -24,20 +65,9 @@ void init_rank_workspace(CUdeviceptr ws, std::int64_t bytes, int rank, std::span
       throw InvalidInput("peers", fmt::format("peers[{}] = 0x{:x} is invalid: must be a non-null 256-byte aligned "
                                               "workspace",
                                               s, peers[s]));
-  if (timeout.count() <= 0)
-    throw InvalidInput("timeout", fmt::format("timeout = {} ns is invalid: must be > 0", timeout.count()));
-  if (bytes < static_cast<std::int64_t>(sizeof(contract::MoeHeader)))
-    throw InvalidInput("bytes", fmt::format("bytes = {} is invalid: a workspace holds at least its {}-byte header",
-                                            bytes, sizeof(contract::MoeHeader)));
-  contract::MoeHeader h{};
-  h.rank = rank;
-  h.ranks = ranks;
-  h.timeout_ns = timeout.count();
+  contract::MoeHeader h = header_of(rank, ranks, timeout);
   for (int s = 0; s < ranks; ++s) h.peers[s] = peers[s];
-  MOEJIT_CU(cuMemsetD8Async, ws, 0, static_cast<std::size_t>(bytes), stream);
-  // The header from pageable memory: the copy completes before the call returns.
-  MOEJIT_CU(cuMemcpyHtoDAsync, ws, &h, sizeof(h), stream);
-  MOEJIT_CU(cuStreamSynchronize, stream);
+  write_header(ws, bytes, h, stream);
 }
 
 std::optional<std::string> rank_wait_error(CUdeviceptr ws, CUstream stream) {

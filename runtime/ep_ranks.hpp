@@ -9,6 +9,7 @@
 #include <cuda.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -26,6 +27,12 @@ inline constexpr std::chrono::milliseconds k_default_rank_timeout{2000};
 // done before any rank's first forward. Throws InvalidInput naming the field.
 void init_rank_workspace(CUdeviceptr ws, std::int64_t bytes, int rank, std::span<const CUdeviceptr> peers,
                          std::chrono::nanoseconds timeout, CUstream stream);
+
+// The same without the peer table, for deployments that fill it on the device
+// at ws + k_peer_table_offset (NCCL: init_rank_workspace_nccl), ranks u64 entries.
+void init_rank_header(CUdeviceptr ws, std::int64_t bytes, int rank, int ranks, std::chrono::nanoseconds timeout,
+                      CUstream stream);
+extern const std::size_t k_peer_table_offset;
 
 // After `stream` has finished: the first cross-rank wait on `ws` that gave up,
 // as a sentence naming this rank, the rank it waited for and the counter

@@ -123,7 +123,7 @@ struct ComputeRole {
   }
   // The routes the schedule reads; with several ranks, nothing when they never arrived.
   __device__ static Ep ep(const u8* ws, bool arrived = true) {
-    return Ep{reinterpret_cast<const contract::MoeHeader*>(ws + kWs.header), arrived ? kRanks * Ep::kSpan : 0};
+    return Ep{reinterpret_cast<const contract::MoeHeader*>(ws + kWs.header), arrived};
   }
   __device__ static auto routes_of(const ComputeParams& p, bool arrived = true) {
     if constexpr (kRanks > 1)

@@ -69,9 +69,10 @@ struct EpLayout {
 // is route `local(vr)` (t * k + j) of rank `rank_of(vr)`'s tokens.
 template <int kExperts, int kTopK, int kCapacity, int kRanks, class Layout>
 struct EpRoutes {
-  static constexpr int kSpan = kCapacity * kTopK;
+  static constexpr int kSpan = kCapacity * kTopK;  // route indices of a rank
+  static constexpr int kSpans = kRanks;
   const contract::MoeHeader* own;
-  int n;  // kRanks * kSpan, or 0 when the ranks' routes never arrived
+  bool arrived;  // false: the ranks' routes never arrived, and there are none
 
   __device__ static int rank_of(int vr) { return vr / kSpan; }
   __device__ static int local(int vr) { return vr % kSpan; }
@@ -79,13 +80,14 @@ struct EpRoutes {
   __device__ const contract::MoeHeader* peer_header(int s) const {
     return reinterpret_cast<const contract::MoeHeader*>(peer(s) + Layout::kWs.header);
   }
-  __device__ int count() const { return n; }
-  // This rank's expert of route vr (its E / R experts are global ids rank * E/R ...), or -1: past the
-  // rank's tokens, or another rank's expert, or out of range (the owner's finalize poisons its token).
+  // Rank s's routes: k per token it dispatched.
+  __device__ int span_begin(int s) const { return s * kSpan; }
+  __device__ int span_size(int s) const { return arrived ? peer_header(s)->tokens * kTopK : 0; }
+  // This rank's expert of route vr, one of a span's (its E / R experts are the global ids rank * E / R ...),
+  // or -1: another rank's expert, or out of range (the owner's finalize poisons its token).
   __device__ int expert(int vr) const {
-    const int s = rank_of(vr), l = local(vr);
-    if (l >= peer_header(s)->tokens * kTopK) return -1;
-    const int id = reinterpret_cast<const i32*>(peer(s) + Layout::kWs.route_ids)[l] - own->rank * kExperts;
+    const int id =
+        reinterpret_cast<const i32*>(peer(rank_of(vr)) + Layout::kWs.route_ids)[local(vr)] - own->rank * kExperts;
     return unsigned(id) < unsigned(kExperts) ? id : -1;
   }
   __device__ float weight(int vr) const {

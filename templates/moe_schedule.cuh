@@ -64,13 +64,17 @@ __device__ unsigned block_exclusive_scan(unsigned* data, int n, unsigned* s_part
   return total;
 }
 
-// The routes the schedule reads: `count()` of them, route r reaching expert
-// `expert(r)` (an id outside [0, E) reaches none). One GPU: the caller's
-// topk_ids as they are; expert parallelism: every rank's (moe_ep.cuh, EpRoutes).
+// The routes the schedule reads: kSpans runs of route indices, span s the
+// `span_size(s)` routes from `span_begin(s)` in route order, route r reaching
+// expert `expert(r)` (an id outside [0, E) reaches none). One GPU: one span,
+// the caller's topk_ids as they are; expert parallelism: a span per rank, its
+// tokens' routes (moe_ep.cuh, EpRoutes).
 struct LocalRoutes {
+  static constexpr int kSpans = 1;
   const i32* ids;
   int n;
-  __device__ int count() const { return n; }
+  __device__ int span_begin(int) const { return 0; }
+  __device__ int span_size(int) const { return n; }
   __device__ int expert(int r) const { return __ldg(ids + r); }
 };
 
@@ -140,9 +144,12 @@ __device__ RouteTables route_tables(const Routes& routes, int tokens, unsigned* 
   constexpr int kRouted = kExperts - kShared;
   for (int e = threadIdx.x; e < kExperts; e += kThreads) counts[e] = e < kRouted ? 0u : unsigned(tokens);
   __syncthreads();
-  for (int r = threadIdx.x; r < routes.count(); r += kThreads) {
-    const int id = routes.expert(r);
-    if (unsigned(id) < unsigned(kRouted)) atomicAdd(&counts[id], 1u);
+  for (int span = 0; span < Routes::kSpans; ++span) {
+    const int begin = routes.span_begin(span), size = routes.span_size(span);
+    for (int r = threadIdx.x; r < size; r += kThreads) {
+      const int id = routes.expert(begin + r);
+      if (unsigned(id) < unsigned(kRouted)) atomicAdd(&counts[id], 1u);
+    }
   }
   __syncthreads();
   // One scan carries both prefixes: active index in bits 20+ (E < 4096), token
@@ -331,33 +338,35 @@ struct SegmentWalker {
 template <class Routes>
 __device__ __forceinline__ void tile_routes(const Routes& routes_of, int expert, int rank0, int rows, int& first,
                                             int& second) {
-  const int routes = routes_of.count();
   constexpr int kChunks = 8;
   const int lane = threadIdx.x % 32;
   first = second = -1;
   int running = 0;
   const u32 below = (1u << lane) - 1u;
-  for (int base = 0; base < routes && running < rank0 + rows; base += 32 * kChunks) {
-    int id[kChunks];
+  for (int span = 0; span < Routes::kSpans && running < rank0 + rows; ++span) {
+    const int routes = routes_of.span_begin(span) + routes_of.span_size(span);
+    for (int base = routes_of.span_begin(span); base < routes && running < rank0 + rows; base += 32 * kChunks) {
+      int id[kChunks];
 #pragma unroll
-    for (int u = 0; u < kChunks; ++u) {
-      const int r = base + 32 * u + lane;
-      id[u] = r < routes ? routes_of.expert(r) : -1;
-    }
-#pragma unroll
-    for (int u = 0; u < kChunks; ++u) {
-      const u32 mask = __ballot_sync(0xFFFFFFFFu, id[u] == expert);
-      const int c = running + __popc(mask & below) - rank0;
-      // Hand route base + 32u + src to the lane that owns column c.
-      for (u32 m = mask; m; m &= m - 1u) {
-        const int src = __ffs(m) - 1;
-        const int col = __shfl_sync(0xFFFFFFFFu, c, src);
-        if (col >= 0 && col < rows) {
-          if (lane == col) first = base + 32 * u + src;
-          if (lane + 32 == col) second = base + 32 * u + src;
-        }
+      for (int u = 0; u < kChunks; ++u) {
+        const int r = base + 32 * u + lane;
+        id[u] = r < routes ? routes_of.expert(r) : -1;
       }
-      running += __popc(mask);
+#pragma unroll
+      for (int u = 0; u < kChunks; ++u) {
+        const u32 mask = __ballot_sync(0xFFFFFFFFu, id[u] == expert);
+        const int c = running + __popc(mask & below) - rank0;
+        // Hand route base + 32u + src to the lane that owns column c.
+        for (u32 m = mask; m; m &= m - 1u) {
+          const int src = __ffs(m) - 1;
+          const int col = __shfl_sync(0xFFFFFFFFu, c, src);
+          if (col >= 0 && col < rows) {
+            if (lane == col) first = base + 32 * u + src;
+            if (lane + 32 == col) second = base + 32 * u + src;
+          }
+        }
+        running += __popc(mask);
+      }
     }
   }
 }

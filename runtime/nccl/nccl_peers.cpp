@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/ep_ranks.hpp"
 #include "runtime/loaded_kernel.hpp"
 
 namespace moejit::runtime {
@@ -80,6 +81,13 @@ void fill_peer_table(std::string_view target, ncclWindow_t window, int peers, CU
   }
   void* args[] = {&window, &peers, &table};
   kernel->launch({1, 32, 0}, stream, args);
+}
+
+void init_rank_workspace_nccl(std::string_view target, ncclWindow_t window, CUdeviceptr ws, std::int64_t bytes,
+                              int rank, int ranks, std::chrono::nanoseconds timeout, CUstream stream) {
+  init_rank_header(ws, bytes, rank, ranks, timeout, stream);
+  fill_peer_table(target, window, ranks, ws + k_peer_table_offset, stream);
+  MOEJIT_CU(cuStreamSynchronize, stream);
 }
 
 }  // namespace moejit::runtime

@@ -10,6 +10,7 @@
 
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -57,5 +58,13 @@ inline constexpr const char* k_peer_table_entry = "moejit_fill_peer_table";
 // addresses it: launched on `stream` in the current context (whose device is
 // `target`). `table` is device memory of peers * 8 bytes.
 void fill_peer_table(std::string_view target, ncclWindow_t window, int peers, CUdeviceptr table, CUstream stream);
+
+// Expert parallelism over NCCL (docs/expert-parallelism.md): `ws` is this
+// rank's workspace, the base of `window` (ncclMemAlloc'ed, registered with
+// ncclCommWindowRegister on every rank of the communicator, `bytes` each);
+// writes its header as runtime::init_rank_workspace does, with the peer table
+// from NCCL's LSA pointers.
+void init_rank_workspace_nccl(std::string_view target, ncclWindow_t window, CUdeviceptr ws, std::int64_t bytes,
+                              int rank, int ranks, std::chrono::nanoseconds timeout, CUstream stream);
 
 }  // namespace moejit::runtime

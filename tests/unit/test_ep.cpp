@@ -120,6 +120,8 @@ TEST_CASE("expert parallelism: a rank workspace's set-up is checked before it to
     }
     return std::string("accepted");
   };
+  CHECK(runtime::k_peer_table_offset % 8 == 0);
+  CHECK(runtime::k_peer_table_offset + 8 * contract::kMaxRanks <= sizeof(contract::MoeHeader));
   CHECK(error(0x10000, 0, {0x10000}, timeout) == "peers | peers holds 1 workspaces: must be in [2, 32] (one per rank)");
   CHECK(error(0x10000, 2, peers, timeout) == "rank | rank = 2 is outside the allowed range [0, 1]");
   CHECK(error(0x10000, 1, peers, timeout) ==
@@ -127,4 +129,17 @@ TEST_CASE("expert parallelism: a rank workspace's set-up is checked before it to
   CHECK(error(0x10000, 0, {0x10000, 0x20010}, timeout) ==
         "peers | peers[1] = 0x20010 is invalid: must be a non-null 256-byte aligned workspace");
   CHECK(error(0x10000, 0, peers, std::chrono::nanoseconds(0)) == "timeout | timeout = 0 ns is invalid: must be > 0");
+  // The header alone (the NCCL deployment fills the peer table on the device).
+  auto header_error = [&](CUdeviceptr ws, int rank, int ranks) {
+    try {
+      runtime::init_rank_header(ws, 1 << 20, rank, ranks, timeout, nullptr);
+    } catch (const InvalidInput& e) {
+      return e.field() + " | " + e.what();
+    }
+    return std::string("accepted");
+  };
+  CHECK(header_error(0x10000, 0, 1) == "ranks | ranks = 1 is outside the allowed range [2, 32]");
+  CHECK(header_error(0x10000, 0, 33) == "ranks | ranks = 33 is outside the allowed range [2, 32]");
+  CHECK(header_error(0x10000, -1, 2) == "rank | rank = -1 is outside the allowed range [0, 1]");
+  CHECK(header_error(0x10080, 0, 2) == "ws | ws = 0x10080 is invalid: must be a non-null 256-byte aligned workspace");
 }
