@@ -87,6 +87,19 @@ std::optional<std::string> rank_wait_error(CUdeviceptr ws, CUstream stream) {
           "rank {}: rank {}'s compute role did not finish the forward within {} ms (its `epoch` "
           "counter stayed at {}; this rank had finished {} forwards)",
           h.rank, h.error_rank, ms, h.error_value, h.epoch);
+    case contract::kEpWaitSkew:
+      return fmt::format(
+          "rank {}: rank {}'s counter was past this forward's ({}; this rank had finished {} "
+          "forwards): the ranks ran different numbers of forwards",
+          h.rank, h.error_rank, h.error_value, h.epoch);
+    case contract::kEpWaitPeer:
+      return fmt::format(
+          "rank {}: rank {} gave up on the forward (its error {}), so this rank's y is not its "
+          "result; set every rank up again",
+          h.rank, h.error_rank, h.error_value);
+    case contract::kEpWaitSetup:
+      return fmt::format("rank {}: the workspace is set up for {} ranks, not the layer's (init_rank_workspace)", h.rank,
+                         h.error_value);
     case contract::kEpWaitPieces:
       return fmt::format(
           "rank {}: its compute grid gave up within {} ms on its own split-K pieces or GEMM2 inputs, "

@@ -46,6 +46,11 @@ void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptio
   if (a.tokens < 1 || a.tokens > config.token_capacity)
     throw InvalidInput("tokens", fmt::format("tokens B = {} is outside the allowed range [1, {}] (token capacity)",
                                              a.tokens, config.token_capacity));
+  if (config.ranks > 1 && a.workspace == 0)
+    throw InvalidInput("workspace", fmt::format("workspace = 0x0 is invalid with ranks R = {}: a rank runs on the "
+                                                "caller's workspace, set up with init_rank_workspace "
+                                                "(docs/expert-parallelism.md)",
+                                                config.ranks));
   auto pointer = [](const char* field, CUdeviceptr p, unsigned alignment) {
     if (p == 0 || p % alignment != 0)
       throw InvalidInput(field, fmt::format("{} = 0x{:x} is invalid: must be a non-null {}-byte aligned device "

@@ -175,7 +175,8 @@ struct ComputeRole {
   template <class Ready>
   __device__ static void spin(const Workspace& ws, Ready ready) {
     if constexpr (kRanks > 1) {
-      ep_wait(ws.header, globaltimer(), contract::kEpWaitPieces, ws.header->rank, [&](int&) { return ready(); });
+      ep_wait(ws.header, globaltimer(), contract::kEpWaitPieces, ws.header->rank,
+              [&](int&) { return ready() ? 1 : 0; });
     } else {
       while (!ready()) __nanosleep(64);
     }
@@ -703,12 +704,13 @@ struct ComputeRole {
       s_scratch[63] = tag;
       if constexpr (kRanks > 1) {
         // Every rank's routes and rows of this forward, or none: a rank that never dispatches is reported.
-        bool arrived = true;
+        bool arrived = ws.header->ranks == kRanks;  // else no peer table of this many ranks to read
+        if (!arrived) ep_fail(ws.header, contract::kEpWaitSetup, ws.header->rank, ws.header->ranks, false);
         const Ep e = ep(p.ws);
         const u64 start = globaltimer();
         for (int s = 0; s < kRanks && arrived; ++s)
           arrived = ep_wait(ws.header, start, contract::kEpWaitDispatch, s,
-                            [&](int& seen) { return (seen = ld_acquire_sys(&e.peer_header(s)->dispatched)) >= tag; });
+                            [&](int& seen) { return ep_counter(&e.peer_header(s)->dispatched, tag, seen); });
         s_scratch[61] = arrived;
       }
     }

@@ -135,6 +135,9 @@ enum EpWait : int {
   kEpWaitDispatch = 1,  // compute: a rank's `dispatched` never reached this forward (its dispatch did not run)
   kEpWaitCompute = 2,   // finalize: a rank's `epoch` never reached this forward (its compute did not finish)
   kEpWaitPieces = 3,    // compute: its own grid's split-K pieces or GEMM2 inputs (after another CTA gave up)
+  kEpWaitSkew = 4,      // a rank's counter is past this forward's: the ranks ran different numbers of forwards
+  kEpWaitPeer = 5,      // another rank (error_rank) gave up on this forward (error_value: its EpWait)
+  kEpWaitSetup = 6,     // the workspace is not set up for the kernel's ranks (error_value: the header's ranks)
 };
 
 // The workspace header. `epoch` counts the forwards that finished on this

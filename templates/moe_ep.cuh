@@ -37,25 +37,49 @@ __device__ __forceinline__ int ld_volatile(const int* p) {
   return *reinterpret_cast<const volatile int*>(p);
 }
 
-// Spins until ready() holds, or gives up once the header's timeout has passed
-// since `start` or another wait of this rank has given up: then it records
-// (what, rank, the value last seen) as the workspace's first error, unless
-// one is there, and returns false.
-template <class Ready>
-__device__ bool ep_wait(contract::MoeHeader* own, u64 start, int what, int rank, Ready ready) {
-  int seen = 0;
-  while (!ready(seen)) {
-    if (globaltimer() - start > u64(own->timeout_ns) || ld_volatile(&own->error) != 0) {
-      if (atomicCAS(&own->error, 0, what) == 0) {
-        own->error_rank = rank;
-        own->error_value = seen;
-        __threadfence_system();
+// Records (what, rank, value) as this workspace's first error, unless one is
+// there, and tells every other rank (contract::kEpWaitPeer, naming this one)
+// so that none of them takes this forward for a good one: a rank that gave up
+// still finishes its grids, and its counters move on.
+__device__ inline void ep_fail(contract::MoeHeader* own, int what, int rank, int value, bool tell_peers = true) {
+  if (atomicCAS(&own->error, 0, what) != 0) return;
+  own->error_rank = rank;
+  own->error_value = value;
+  if (tell_peers && own->ranks <= contract::kMaxRanks)
+    for (int s = 0; s < own->ranks; ++s) {
+      auto* peer = reinterpret_cast<contract::MoeHeader*>(own->peers[s]);
+      if (s == own->rank || peer == nullptr) continue;
+      if (atomicCAS_system(&peer->error, 0, contract::kEpWaitPeer) == 0) {
+        peer->error_rank = own->rank;
+        peer->error_value = what;
       }
+    }
+  __threadfence_system();
+}
+
+// Polls until poll(seen) says the counter is met (1), or gives up: the counter
+// can never be met (-1: it is past this forward's, the ranks have run
+// different forwards), the header's timeout has passed since `start`, or this
+// rank already has an error (its own wait, or another rank's that gave up).
+// Giving up records (what, rank, the value last seen) through ep_fail.
+template <class Poll>
+__device__ bool ep_wait(contract::MoeHeader* own, u64 start, int what, int rank, Poll poll) {
+  int seen = 0;
+  for (;;) {
+    const int state = poll(seen);
+    const bool failed = ld_volatile(&own->error) != 0;
+    if (state > 0 && !failed) return true;
+    if (state < 0 || failed || globaltimer() - start > u64(own->timeout_ns)) {
+      ep_fail(own, state < 0 ? int(contract::kEpWaitSkew) : what, rank, seen);
       return false;
     }
     __nanosleep(128);
   }
-  return true;
+}
+// The counter `at` (a rank's `dispatched` or `epoch`) against this forward's `want`.
+__device__ __forceinline__ int ep_counter(const int* at, int want, int& seen) {
+  seen = ld_acquire_sys(at);
+  return seen == want ? 1 : seen > want ? -1 : 0;
 }
 
 // The workspace layout of the role kernels' dimensions, as a type (EpRoutes' Layout).

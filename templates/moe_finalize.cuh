@@ -25,11 +25,12 @@ __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__
       auto* own = reinterpret_cast<contract::MoeHeader*>(ws + l.header);
       const int forward = own->epoch;  // this rank's compute role has finished it (stream order)
       const u64 start = globaltimer();
-      bool ok = true;
+      bool ok = own->ranks == kRanks;  // else no peer table of this many ranks to read
+      if (!ok) ep_fail(own, contract::kEpWaitSetup, own->rank, own->ranks, false);
       for (int s = 0; s < kRanks && ok; ++s) {
         const auto* peer = reinterpret_cast<const contract::MoeHeader*>(own->peers[s] + l.header);
         ok = ep_wait(own, start, contract::kEpWaitCompute, s,
-                     [&](int& seen) { return (seen = ld_acquire_sys(&peer->epoch)) >= forward; });
+                     [&](int& seen) { return ep_counter(&peer->epoch, forward, seen); });
       }
       arrived = ok;
     }

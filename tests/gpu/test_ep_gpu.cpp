@@ -229,6 +229,11 @@ TEST_CASE("expert parallelism: a rank whose roles never launch is reported by th
   MESSAGE(*error << " (after " << seconds << " s)");
   CHECK(error->find("rank 0: rank 1 did not dispatch") != std::string::npos);
   CHECK(error->find("`dispatched`") != std::string::npos);
+  // Rank 0 told rank 1, so that it would not take this forward for a good one either.
+  const auto told = runtime::rank_wait_error(ranks.ws[1].ptr(), ranks.parts.stream(1));
+  REQUIRE(told.has_value());
+  MESSAGE(*told);
+  CHECK(told->find("rank 1: rank 0 gave up on the forward") != std::string::npos);
   // The compute role's wait, then the finalize role's (which gives up at once: the error is set): within
   // about one timeout, far from a hang.
   CHECK(seconds < 4 * timeout.count() / 1000.0 + 1.0);

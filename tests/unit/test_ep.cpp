@@ -108,6 +108,21 @@ TEST_CASE("expert parallelism: the compute role of a rank compiles for both sm_9
   }
 }
 
+TEST_CASE("expert parallelism: a rank forwards on the caller's workspace only") {
+  codegen::MoeConfig c = codegen::builtin_model("glm5.2");
+  c.ranks = 2;
+  runtime::MoeForwardArgs a{0x1000, 0x2000, 0, 0x3000, 0x4000, 0x5000, 8};
+  CHECK_THROWS_WITH_AS(runtime::validate_forward_args(c, {}, a),
+                       "workspace = 0x0 is invalid with ranks R = 2: a rank runs on the caller's workspace, set up "
+                       "with init_rank_workspace (docs/expert-parallelism.md)",
+                       runtime::InvalidInput);
+  a.workspace = 0x100000;
+  CHECK_NOTHROW(runtime::validate_forward_args(c, {}, a));
+  c.ranks = 1;
+  a.workspace = 0;
+  CHECK_NOTHROW(runtime::validate_forward_args(c, {}, a));
+}
+
 TEST_CASE("expert parallelism: a rank workspace's set-up is checked before it touches the GPU") {
   using runtime::InvalidInput;
   const std::vector<CUdeviceptr> peers = {0x10000, 0x20000};
