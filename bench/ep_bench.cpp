@@ -113,10 +113,7 @@ int main(int argc, char** argv) {
       o.sm_count = parts.shape().sms_per_part;
       std::vector<std::unique_ptr<runtime::MoeLayer>> ep, base;
       for (int r = 0; r < R; ++r) {
-        runtime::CheckpointWeightsDevice shard = weights.device();
-        const std::uint64_t e0 = std::uint64_t(r) * per_rank, I = p.intermediate;
-        shard.w1 += e0 * 2 * I * H / 2, shard.s1 += e0 * 2 * I * H / 32;
-        shard.w2 += e0 * H * I / 2, shard.s2 += e0 * H * I / 32;
+        const runtime::CheckpointWeightsDevice shard = runtime::expert_shard(weights.device(), config, r, R);
         MOEJIT_CU(cuCtxSetCurrent, parts.context(r));
         ep.push_back(std::make_unique<runtime::MoeLayer>(ep_config, shard, o));
         base.push_back(std::make_unique<runtime::MoeLayer>(base_config, shard, o));

@@ -70,6 +70,24 @@ void init_rank_workspace(CUdeviceptr ws, std::int64_t bytes, int rank, std::span
   write_header(ws, bytes, h, stream);
 }
 
+CheckpointWeightsDevice expert_shard(const CheckpointWeightsDevice& all, const codegen::MoeConfig& global, int rank,
+                                     int ranks) {
+  if (ranks < 1 || global.experts % ranks != 0)
+    throw InvalidInput("ranks",
+                       fmt::format("ranks = {} is invalid: the {} experts must split evenly", ranks, global.experts));
+  if (rank < 0 || rank >= ranks)
+    throw InvalidInput("rank", fmt::format("rank = {} is outside the allowed range [0, {}]", rank, ranks - 1));
+  // Layouts of CheckpointWeightsDevice: [E][2I][H/2], [E][2I][H/32], [E][H][I/2], [E][H][I/32]; BF16 [E][2I], [E][H].
+  const std::uint64_t e0 = std::uint64_t(rank) * (global.experts / ranks);
+  const std::uint64_t i = global.intermediate, h = global.hidden;
+  CheckpointWeightsDevice d = all;
+  d.w1 += e0 * 2 * i * h / 2, d.s1 += e0 * 2 * i * h / 32;
+  d.w2 += e0 * h * i / 2, d.s2 += e0 * h * i / 32;
+  if (d.b1) d.b1 += e0 * 2 * i * 2;
+  if (d.b2) d.b2 += e0 * h * 2;
+  return d;
+}
+
 std::optional<std::string> rank_wait_error(CUdeviceptr ws, CUstream stream) {
   MOEJIT_CU(cuStreamSynchronize, stream);
   contract::MoeHeader h{};

@@ -15,6 +15,8 @@
 #include <span>
 #include <string>
 
+#include "runtime/moe_layer.hpp"
+
 namespace moejit::runtime {
 
 // The bounded wait of every cross-rank wait when the caller names none.
@@ -33,6 +35,12 @@ void init_rank_workspace(CUdeviceptr ws, std::int64_t bytes, int rank, std::span
 void init_rank_header(CUdeviceptr ws, std::int64_t bytes, int rank, int ranks, std::chrono::nanoseconds timeout,
                       CUstream stream);
 extern const std::size_t k_peer_table_offset;
+
+// Rank `rank`'s experts [rank E / R, (rank + 1) E / R) of a checkpoint of all
+// E experts on the device (`global`: its config, R = ranks): the same
+// buffers, offset to the rank's first expert (biases included).
+CheckpointWeightsDevice expert_shard(const CheckpointWeightsDevice& all, const codegen::MoeConfig& global, int rank,
+                                     int ranks);
 
 // After `stream` has finished: the first cross-rank wait on `ws` that gave up,
 // as a sentence naming this rank, the rank it waited for and the counter

@@ -1,10 +1,16 @@
 #pragma once
-// What the GPU tests share: the run's seed and small layer configurations.
+// What the GPU tests share: the run's seed, small layer configurations, and
+// one forward's inputs and output on the device.
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <vector>
 
 #include "codegen/moe_config.hpp"
+#include "oracle/moe_check.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver_api.hpp"
+#include "runtime/moe_layer.hpp"
 
 namespace moejit::gpu_test {
 
@@ -25,6 +31,47 @@ inline codegen::MoeConfig small_config(const char* name, int experts, int top_k,
   c.hidden = hidden;
   c.intermediate = intermediate;
   return c;
+}
+
+// Device buffers that hold one forward's inputs and output at a fixed address.
+struct DeviceInputs {
+  std::size_t tokens, hidden, top_k;
+  runtime::DeviceBuffer xq, xs, ids, w, y;
+  DeviceInputs(const reference::MoeProblem& p, int tokens)
+      : tokens(tokens),
+        hidden(p.hidden),
+        top_k(p.top_k),
+        xq(std::size_t(tokens) * p.hidden),
+        xs(std::size_t(tokens) * p.hidden / 32),
+        ids(std::size_t(tokens) * p.top_k * 4),
+        w(std::size_t(tokens) * p.top_k * 4),
+        y(std::size_t(tokens) * p.hidden * 2) {}
+  // `tokens` of `in`'s tokens from `first` (an expert-parallel rank's slice of the global inputs).
+  void upload(const oracle::RandomInputs& in, CUstream s, std::size_t first = 0) {
+    MOEJIT_CU(cuMemcpyHtoDAsync, xq.ptr(), in.xq.elements.data() + first * hidden, tokens * hidden, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xq.scales.data() + first * hidden / 32, tokens * hidden / 32, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, ids.ptr(), in.routing.ids.data() + first * top_k, tokens * top_k * 4, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, w.ptr(), in.routing.weights.data() + first * top_k, tokens * top_k * 4, s);
+  }
+  runtime::MoeForwardArgs args(int b, CUdeviceptr workspace = 0) const {
+    runtime::MoeForwardArgs a{xq.ptr(), xs.ptr(), 0, ids.ptr(), w.ptr(), y.ptr(), b};
+    a.workspace = workspace;
+    return a;
+  }
+};
+
+inline std::vector<std::uint16_t> download_sync(const runtime::DeviceBuffer& b, CUstream s) {
+  std::vector<std::uint16_t> v(b.bytes() / 2);
+  MOEJIT_CU(cuStreamSynchronize, s);
+  b.download(v);
+  return v;
+}
+
+// NaN, Inf, or the 0xFFFF poison.
+inline std::size_t bad_elements(const std::vector<std::uint16_t>& y) {
+  std::size_t bad = 0;
+  for (std::uint16_t v : y) bad += (v & 0x7F80u) == 0x7F80u;
+  return bad;
 }
 
 }  // namespace moejit::gpu_test

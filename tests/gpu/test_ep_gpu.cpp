@@ -21,50 +21,12 @@
 #include "runtime/sm_partitions.hpp"
 
 using namespace moejit;
+using gpu_test::bad_elements;
+using gpu_test::DeviceInputs;
+using gpu_test::download_sync;
 using runtime::DeviceBuffer;
 
 namespace {
-// One rank's slice of the global inputs (tokens [rank * B, (rank + 1) * B)), or all of them (rank -1).
-struct RankInputs {
-  DeviceBuffer xq, xs, ids, w, y;
-  RankInputs(const reference::MoeProblem& p, int tokens)
-      : xq(std::size_t(tokens) * p.hidden),
-        xs(std::size_t(tokens) * p.hidden / 32),
-        ids(std::size_t(tokens) * p.top_k * 4),
-        w(std::size_t(tokens) * p.top_k * 4),
-        y(std::size_t(tokens) * p.hidden * 2) {}
-  void upload(const reference::MoeProblem& p, const oracle::RandomInputs& in, int first, int tokens, CUstream s) {
-    const std::size_t h = p.hidden, k = p.top_k;
-    MOEJIT_CU(cuMemcpyHtoDAsync, xq.ptr(), in.xq.elements.data() + first * h, tokens * h, s);
-    MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xq.scales.data() + first * h / 32, tokens * h / 32, s);
-    MOEJIT_CU(cuMemcpyHtoDAsync, ids.ptr(), in.routing.ids.data() + first * k, tokens * k * 4, s);
-    MOEJIT_CU(cuMemcpyHtoDAsync, w.ptr(), in.routing.weights.data() + first * k, tokens * k * 4, s);
-    MOEJIT_CU(cuMemsetD8Async, y.ptr(), 0xFF, y.bytes(), s);  // poison
-  }
-  runtime::MoeForwardArgs args(int tokens, CUdeviceptr workspace) const {
-    runtime::MoeForwardArgs a{xq.ptr(), xs.ptr(), 0, ids.ptr(), w.ptr(), y.ptr(), tokens};
-    a.workspace = workspace;
-    return a;
-  }
-  std::vector<std::uint16_t> download(CUstream s) const {
-    std::vector<std::uint16_t> v(y.bytes() / 2);
-    MOEJIT_CU(cuStreamSynchronize, s);
-    y.download(v);
-    return v;
-  }
-};
-
-// Rank r's experts [r E / R, (r + 1) E / R) of the checkpoint on the device: the same buffers, offset.
-runtime::CheckpointWeightsDevice shard(const oracle::RandomWeights& w, const reference::MoeProblem& p, int rank,
-                                       int ranks) {
-  const std::uint64_t e0 = std::uint64_t(rank) * (p.experts / ranks);
-  const std::uint64_t i = p.intermediate, h = p.hidden;
-  runtime::CheckpointWeightsDevice d = w.device();
-  d.w1 += e0 * 2 * i * h / 2, d.s1 += e0 * 2 * i * h / 32;
-  d.w2 += e0 * h * i / 2, d.s2 += e0 * h * i / 32;
-  return d;
-}
-
 // Rewrites the routes of some tokens: `first..last` get k distinct experts from [lo, hi).
 void route_into(oracle::RandomInputs& in, int k, int first, int last, int lo, int hi, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -83,17 +45,12 @@ double cosine(const std::vector<std::uint16_t>& a, const std::vector<std::uint16
   return reference::compare(x, y).cosine;
 }
 
-std::size_t bad(const std::vector<std::uint16_t>& y) {
-  return std::count_if(y.begin(), y.end(), [](std::uint16_t v) { return (v & 0x7F80u) == 0x7F80u; });
-}
-
 // R ranks of `config` on R partitions: layers, workspaces (initialized as one group), streams.
 struct Ranks {
   runtime::SmPartitions parts;
   std::vector<std::unique_ptr<runtime::MoeLayer>> layers;
   std::vector<DeviceBuffer> ws;
-  Ranks(const codegen::MoeConfig& global, const oracle::RandomWeights& w, const reference::MoeProblem& p, int ranks,
-        std::chrono::milliseconds timeout)
+  Ranks(const codegen::MoeConfig& global, const oracle::RandomWeights& w, int ranks, std::chrono::milliseconds timeout)
       : parts(0, ranks) {
     codegen::MoeConfig c = global;
     c.ranks = ranks;
@@ -101,7 +58,7 @@ struct Ranks {
     o.sm_count = parts.shape().sms_per_part;
     for (int r = 0; r < ranks; ++r) {
       MOEJIT_CU(cuCtxSetCurrent, parts.context(r));
-      layers.push_back(std::make_unique<runtime::MoeLayer>(c, shard(w, p, r, ranks), o));
+      layers.push_back(std::make_unique<runtime::MoeLayer>(c, runtime::expert_shard(w.device(), global, r, ranks), o));
     }
     std::vector<CUdeviceptr> peers;
     for (int r = 0; r < ranks; ++r) ws.emplace_back(static_cast<std::size_t>(layers[0]->workspace_bytes()));
@@ -115,7 +72,7 @@ struct Ranks {
       layers[r]->release_stream(parts.stream(int(r)));
     }
   }
-  void forward(int rank, const RankInputs& in, int tokens) {
+  void forward(int rank, const DeviceInputs& in, int tokens) {
     MOEJIT_CU(cuCtxSetCurrent, parts.context(rank));
     layers[rank]->forward(in.args(tokens, ws[rank].ptr()), parts.stream(rank));
   }
@@ -134,7 +91,7 @@ TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of 
     const oracle::RandomWeights w = oracle::random_weights(p, seed);
     runtime::MoeLayer single(config, w.device());
     for (const int R : {2, 4}) {
-      Ranks ranks(config, w, p, R, runtime::k_default_rank_timeout);
+      Ranks ranks(config, w, R, runtime::k_default_rank_timeout);
       MESSAGE("R = " << R << ": " << ranks.parts.shape().sms_per_part << " SMs per rank");
       std::uint64_t case_seed = seed + 100 * R;
       for (const int B : {1, 8, 64}) {
@@ -149,18 +106,20 @@ TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of 
           CAPTURE(R);
           CAPTURE(B);
           CAPTURE(routing);
-          RankInputs all(p, R * B);
+          DeviceInputs all(p, R * B);
           MOEJIT_CU(cuCtxSetCurrent, ctx.get());
-          all.upload(p, in, 0, R * B, s1);
+          all.upload(in, s1);
+          MOEJIT_CU(cuMemsetD8Async, all.y.ptr(), 0xFF, all.y.bytes(), s1);  // poison
           single.forward(all.args(R * B, 0), s1);
-          const std::vector<std::uint16_t> want = all.download(s1);
-          REQUIRE(bad(want) == 0);
+          const std::vector<std::uint16_t> want = download_sync(all.y, s1);
+          REQUIRE(bad_elements(want) == 0);
 
-          std::vector<std::unique_ptr<RankInputs>> mine;
+          std::vector<std::unique_ptr<DeviceInputs>> mine;
           for (int r = 0; r < R; ++r) {
             MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(r));
-            mine.push_back(std::make_unique<RankInputs>(p, B));
-            mine[r]->upload(p, in, r * B, B, ranks.parts.stream(r));
+            mine.push_back(std::make_unique<DeviceInputs>(p, B));
+            mine[r]->upload(in, ranks.parts.stream(r), std::size_t(r) * B);
+            MOEJIT_CU(cuMemsetD8Async, mine[r]->y.ptr(), 0xFF, mine[r]->y.bytes(), ranks.parts.stream(r));  // poison
           }
           // Every rank's kernels built and loaded before any rank launches (docs/expert-parallelism.md).
           for (int r = 0; r < R; ++r) {
@@ -170,12 +129,12 @@ TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of 
           for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
           std::vector<std::uint16_t> got;
           for (int r = 0; r < R; ++r) {
-            const std::vector<std::uint16_t> y = mine[r]->download(ranks.parts.stream(r));
+            const std::vector<std::uint16_t> y = download_sync(mine[r]->y, ranks.parts.stream(r));
             got.insert(got.end(), y.begin(), y.end());
             const auto error = runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r));
             CHECK_MESSAGE(!error, *error);
           }
-          CHECK(bad(got) == 0);
+          CHECK(bad_elements(got) == 0);
           const double c = cosine(got, want);
           CHECK_MESSAGE(c >= 0.99999, "cosine vs the R = 1 layer " << c);
           if (R * B <= 8) {
@@ -190,7 +149,7 @@ TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of 
               for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
             std::vector<std::uint16_t> again;
             for (int r = 0; r < R; ++r) {
-              const std::vector<std::uint16_t> y = mine[r]->download(ranks.parts.stream(r));
+              const std::vector<std::uint16_t> y = download_sync(mine[r]->y, ranks.parts.stream(r));
               again.insert(again.end(), y.begin(), y.end());
               CHECK(!runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r)));
             }
@@ -212,13 +171,14 @@ TEST_CASE("expert parallelism: a rank whose roles never launch is reported by th
   const std::uint64_t seed = gpu_test::seed() ^ 0xDEADull;
   const oracle::RandomWeights w = oracle::random_weights(p, seed);
   const std::chrono::milliseconds timeout{300};
-  Ranks ranks(config, w, p, 2, timeout);
+  Ranks ranks(config, w, 2, timeout);
   const int B = 8;
   const oracle::RandomInputs in = oracle::random_inputs(p, 2 * B, oracle::RoutingKind::uniform, seed);
   MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(0));
-  RankInputs mine(p, B);
-  mine.upload(p, in, 0, B, ranks.parts.stream(0));
-  ranks.layers[0]->launches(mine.args(B, ranks.ws[0].ptr()), ranks.parts.stream(0));  // compiles, launches nothing
+  DeviceInputs mine(p, B);
+  mine.upload(in, ranks.parts.stream(0));
+  MOEJIT_CU(cuMemsetD8Async, mine.y.ptr(), 0xFF, mine.y.bytes(), ranks.parts.stream(0));  // poison
+  ranks.layers[0]->launches(mine.args(B, ranks.ws[0].ptr()), ranks.parts.stream(0));      // compiles, launches nothing
   MOEJIT_CU(cuStreamSynchronize, ranks.parts.stream(0));
   // Rank 1 never runs: rank 0's compute gives up on rank 1's dispatch, its finalize on rank 1's compute.
   const auto t0 = std::chrono::steady_clock::now();

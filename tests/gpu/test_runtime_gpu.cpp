@@ -20,42 +20,12 @@
 #include "runtime/weight_packing.hpp"
 
 using namespace moejit;
+using gpu_test::bad_elements;
+using gpu_test::DeviceInputs;
+using gpu_test::download_sync;
 using runtime::DeviceBuffer;
 
 namespace {
-// Device buffers that hold one forward's inputs and output at a fixed address.
-struct DeviceInputs {
-  DeviceBuffer xq, xs, ids, w, y;
-  DeviceInputs(const reference::MoeProblem& p, int tokens)
-      : xq(std::size_t(tokens) * p.hidden),
-        xs(std::size_t(tokens) * p.hidden / 32),
-        ids(std::size_t(tokens) * p.top_k * 4),
-        w(std::size_t(tokens) * p.top_k * 4),
-        y(std::size_t(tokens) * p.hidden * 2) {}
-  void upload(const oracle::RandomInputs& in, CUstream s) {
-    MOEJIT_CU(cuMemcpyHtoDAsync, xq.ptr(), in.xq.elements.data(), in.xq.elements.size(), s);
-    MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xq.scales.data(), in.xq.scales.size(), s);
-    MOEJIT_CU(cuMemcpyHtoDAsync, ids.ptr(), in.routing.ids.data(), in.routing.ids.size() * 4, s);
-    MOEJIT_CU(cuMemcpyHtoDAsync, w.ptr(), in.routing.weights.data(), in.routing.weights.size() * 4, s);
-  }
-  runtime::MoeForwardArgs args(int tokens) const {
-    return {xq.ptr(), xs.ptr(), 0, ids.ptr(), w.ptr(), y.ptr(), tokens};
-  }
-};
-
-std::vector<std::uint16_t> download_sync(const DeviceBuffer& b, CUstream s) {
-  std::vector<std::uint16_t> v(b.bytes() / 2);
-  MOEJIT_CU(cuStreamSynchronize, s);
-  b.download(v);
-  return v;
-}
-
-std::size_t bad_elements(const std::vector<std::uint16_t>& y) {
-  std::size_t bad = 0;
-  for (std::uint16_t v : y) bad += (v & 0x7F80u) == 0x7F80u;  // NaN, Inf, or the 0xFFFF poison
-  return bad;
-}
-
 double cosine_vs_reference(const oracle::RandomWeights& w, const reference::MoeProblem& p,
                            const oracle::RandomInputs& in, const std::vector<std::uint16_t>& y) {
   const std::vector<std::uint16_t> want =

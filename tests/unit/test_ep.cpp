@@ -108,6 +108,24 @@ TEST_CASE("expert parallelism: the compute role of a rank compiles for both sm_9
   }
 }
 
+TEST_CASE("expert parallelism: a rank's weights are the checkpoint's arrays from its first expert") {
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");  // H = 6144, I = 2048, E = 256
+  const runtime::CheckpointWeightsDevice all{0x100000000, 0x200000000, 0x300000000,
+                                             0x400000000, 0x500000000, 0x600000000};
+  const runtime::CheckpointWeightsDevice s = runtime::expert_shard(all, glm, 3, 4);  // experts 192 ...
+  CHECK(s.w1 == all.w1 + 192ull * 4096 * 3072);
+  CHECK(s.s1 == all.s1 + 192ull * 4096 * 192);
+  CHECK(s.w2 == all.w2 + 192ull * 6144 * 1024);
+  CHECK(s.s2 == all.s2 + 192ull * 6144 * 64);
+  CHECK(s.b1 == all.b1 + 192ull * 4096 * 2);
+  CHECK(s.b2 == all.b2 + 192ull * 6144 * 2);
+  CHECK(runtime::expert_shard({0x1000, 0x2000, 0x3000, 0x4000, 0, 0}, glm, 1, 2).b1 == 0);  // no biases stay none
+  CHECK_THROWS_WITH_AS(runtime::expert_shard(all, glm, 4, 4), "rank = 4 is outside the allowed range [0, 3]",
+                       runtime::InvalidInput);
+  CHECK_THROWS_WITH_AS(runtime::expert_shard(all, glm, 0, 3), "ranks = 3 is invalid: the 256 experts must split evenly",
+                       runtime::InvalidInput);
+}
+
 TEST_CASE("expert parallelism: a rank forwards on the caller's workspace only") {
   codegen::MoeConfig c = codegen::builtin_model("glm5.2");
   c.ranks = 2;
