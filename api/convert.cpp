@@ -72,6 +72,15 @@ codegen::MoeCodegenOptions codegen_options(const LayerOptions& o) {
   c.tile_n = o.tile_n;
   c.stages = o.stages;
   c.ctas_per_sm = o.ctas_per_sm;
+  if (!o.ep_mode.empty()) {
+    const auto mode = codegen::parse_ep_mode(o.ep_mode);
+    if (!mode)
+      throw Error("ep_mode", fmt::format("ep_mode = '{}' is invalid: must be none or a +-joined list of mirror, pull, "
+                                         "staged-returns, direct-scan (empty: as planned)",
+                                         o.ep_mode));
+    c.ep_mode = *mode;
+  }
+  if (o.dispatch_sms != -1) c.dispatch_sms = o.dispatch_sms;
   codegen::validate(c);
   return c;
 }
@@ -102,6 +111,8 @@ Plan to_public(const codegen::MoeLaunchPlan& p) {
   out.batch = p.batch;
   out.tile_n = p.tile_n;
   out.stages = p.stages;
+  out.ep_mode = codegen::ep_mode_names(p.ep.mode);
+  out.dispatch_sms = p.ep.dispatch_sms;
   out.dispatch = to_public(p.dispatch);
   out.compute = to_public(p.compute);
   out.finalize = to_public(p.finalize);

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   std::vector<int> ranks_list = {2, 4};
   std::vector<std::string> models = {"glm5.2", "dsv4.1-flash"};
+  std::optional<int> ep_mode;  // unset: as planned
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick")
@@ -76,9 +78,12 @@ int main(int argc, char** argv) {
       ranks_list = bench::parse_int_list(argv[++i]);
     else if (a == "--model" && i + 1 < argc)
       models = {argv[++i]};
+    else if (a == "--ep-mode" && i + 1 < argc && codegen::parse_ep_mode(argv[i + 1]))
+      ep_mode = codegen::parse_ep_mode(argv[++i]);
     else {
       fmt::print(stderr,
                  "usage: moejit_bench_ep [--quick | --batches 1,8,...] [--ranks 2,4] [--model glm5.2|dsv4.1-flash]\n"
+                 "                        [--ep-mode none|mirror|pull|...+staged-returns|...+direct-scan]\n"
                  "  per-rank B tokens on each of R green-context partitions; EP against all-gather + the R = 1 "
                  "layer of the rank's experts + scatter\n");
       return 2;
@@ -91,8 +96,8 @@ int main(int argc, char** argv) {
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);
   fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), path fast\n", dev.name, dev.sm_count, bw);
-  fmt::print("{:<13} {:>2} {:>4} {:>6} {:>9} {:>9} {:>7} {:>9} {:>7} {:>10} {:>10}\n", "model", "R", "B", "SMs/r",
-             "floor_us", "ep_us", "%floor", "base_us", "speedup", "ep_MB/r", "base_MB/r");
+  fmt::print("{:<13} {:>2} {:>4} {:>6} {:>9} {:>9} {:>7} {:>9} {:>7} {:>10} {:>10}  {}\n", "model", "R", "B", "SMs/r",
+             "floor_us", "ep_us", "%floor", "base_us", "speedup", "ep_MB/r", "base_MB/r", "ep_modes");
 
   std::mt19937_64 rng(std::random_device{}());
   for (const std::string& name : models) {
@@ -111,11 +116,13 @@ int main(int argc, char** argv) {
       base_config.token_capacity = R * *std::max_element(batches.begin(), batches.end());  // all ranks' tokens
       runtime::MoeLayerOptions o;
       o.sm_count = parts.shape().sms_per_part;
+      runtime::MoeLayerOptions ep_options = o;  // the baseline is a one-rank layer: no EP modes
+      ep_options.codegen.ep_mode = ep_mode;
       std::vector<std::unique_ptr<runtime::MoeLayer>> ep, base;
       for (int r = 0; r < R; ++r) {
         const runtime::CheckpointWeightsDevice shard = runtime::expert_shard(weights.device(), config, r, R);
         MOEJIT_CU(cuCtxSetCurrent, parts.context(r));
-        ep.push_back(std::make_unique<runtime::MoeLayer>(ep_config, shard, o));
+        ep.push_back(std::make_unique<runtime::MoeLayer>(ep_config, shard, ep_options));
         base.push_back(std::make_unique<runtime::MoeLayer>(base_config, shard, o));
       }
       std::vector<DeviceBuffer> ws;
@@ -249,9 +256,9 @@ int main(int argc, char** argv) {
           }
         const Step b = measure(base_forward);
         const double floor_us = touched * expert_bytes / (bw * 1e9) * 1e6;
-        fmt::print("{:<13} {:>2} {:>4} {:>6} {:>9.1f} {:>9.1f} {:>6.1f}% {:>9.1f} {:>6.2f}x {:>10.2f} {:>10.2f}\n",
+        fmt::print("{:<13} {:>2} {:>4} {:>6} {:>9.1f} {:>9.1f} {:>6.1f}% {:>9.1f} {:>6.2f}x {:>10.2f} {:>10.2f}  {}\n",
                    name, R, B, parts.shape().sms_per_part, floor_us, e.max(), 100.0 * floor_us / e.max(), b.max(),
-                   b.max() / e.max(), ep_bytes / 1e6, base_bytes / 1e6);
+                   b.max() / e.max(), ep_bytes / 1e6, base_bytes / 1e6, codegen::ep_mode_names(ep[0]->plan(B).ep.mode));
         std::fflush(stdout);
       }
       for (int r = 0; r < R; ++r) {

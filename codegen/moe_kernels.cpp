@@ -25,8 +25,8 @@ KernelSpec base_spec(const char* kernel, const char* tmpl, const char* fn, const
   return s;
 }
 
-contract::MoeDims dims_of(const MoeConfig& c, int contract_path) {
-  return workspace_dims(c, contract_path);
+contract::MoeDims dims_of(const MoeConfig& c, const MoeLaunchPlan& plan) {
+  return workspace_dims(c, plan.contract_path, plan.ep.mode);
 }
 
 // The workspace dimensions as template constants, in the order the role templates take them.
@@ -37,15 +37,15 @@ std::vector<std::pair<std::string, std::int64_t>> dims_constants(const contract:
 
 // The entry asserts the workspace layout the host carves.
 std::pair<std::string, std::int64_t> workspace_check(const contract::MoeDims& d) {
-  return {fmt::format("moejit::contract::workspace_layout({{{}, {}, {}, {}, {}, {}, {}, {}}}).fixed_bytes", d.experts,
-                      d.top_k, d.hidden, d.inter, d.capacity, d.path, d.shared, d.ranks),
+  return {fmt::format("moejit::contract::workspace_layout({{{}, {}, {}, {}, {}, {}, {}, {}, {}}}).fixed_bytes",
+                      d.experts, d.top_k, d.hidden, d.inter, d.capacity, d.path, d.shared, d.ranks, d.ep),
           contract::workspace_layout(d).fixed_bytes};
 }
 }  // namespace
 
 std::optional<KernelSpec> moe_dispatch_spec(const MoeConfig& config, const MoeLaunchPlan& plan) {
   if (!plan.dispatch.launched) return std::nullopt;
-  const contract::MoeDims d = dims_of(config, plan.contract_path);
+  const contract::MoeDims d = dims_of(config, plan);
   KernelSpec s =
       base_spec("moe_dispatch", "moe_dispatch.cuh", "moejit::moe_dispatch", plan.target, plan.dispatch.threads);
   s.constants = dims_constants(d);
@@ -55,6 +55,7 @@ std::optional<KernelSpec> moe_dispatch_spec(const MoeConfig& config, const MoeLa
   s.constants.emplace_back("kQuantize", config.recipe == Recipe::w4a8_mx ? 1 : 0);
   s.constants.emplace_back("kImage", contract::path_fp8_rows(plan.contract_path) ? 0 : 1);
   s.constants.emplace_back("kRanks", d.ranks);
+  s.constants.emplace_back("kEp", plan.ep.mode);  // contract::EpMode
   s.params = {
       {"x_q", ParamType::ptr, "const moejit::u8*"},
       {"x_scales", ParamType::ptr, "const moejit::u8*"},
@@ -76,7 +77,7 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
   for (const AtomTraits& a : all_atoms())
     if (a.name == plan.atom) atom = &a;
   if (!atom) throw std::invalid_argument("moe_compute_spec: unknown atom '" + plan.atom + "'");
-  const contract::MoeDims d = dims_of(config, plan.contract_path);
+  const contract::MoeDims d = dims_of(config, plan);
   KernelSpec s = base_spec("moe_compute", "moe_compute.cuh", atom->compute_function, plan.target, plan.compute.threads);
   s.constants = {{"kExperts", d.experts},
                  {"kTopK", d.top_k},
@@ -92,7 +93,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kShared", d.shared},
                  {"kDecoded", plan.decoded_scales ? 1 : 0},
                  {"kSubnormalScales", plan.subnormal_weight_scales ? 1 : 0},
-                 {"kRanks", d.ranks}};
+                 {"kRanks", d.ranks},
+                 {"kEp", plan.ep.mode}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";
@@ -129,12 +131,13 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
 }
 
 KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan) {
-  const contract::MoeDims d = dims_of(config, plan.contract_path);
+  const contract::MoeDims d = dims_of(config, plan);
   KernelSpec s =
       base_spec("moe_finalize", "moe_finalize.cuh", "moejit::moe_finalize", plan.target, plan.finalize.threads);
   s.constants = dims_constants(d);
   s.constants.emplace_back("kHiddenIn", config.hidden);
   s.constants.emplace_back("kRanks", d.ranks);
+  s.constants.emplace_back("kEp", plan.ep.mode);
   s.params = {
       {"topk_ids", ParamType::ptr, "const moejit::i32*"},
       {"y", ParamType::ptr, "moejit::u16*"},

@@ -43,9 +43,10 @@ int padded_hidden(const MoeConfig& config) {
 int padded_intermediate(const MoeConfig& config) {
   return static_cast<int>(contract::align_up(config.intermediate, 128));
 }
-contract::MoeDims workspace_dims(const MoeConfig& c, int contract_path) {
-  return {c.local_experts(), c.top_k,       padded_hidden(c),        padded_intermediate(c),
-          c.token_capacity,  contract_path, c.shared_expert ? 1 : 0, c.ranks};
+contract::MoeDims workspace_dims(const MoeConfig& c, int contract_path, int ep) {
+  return {c.local_experts(),       c.top_k,          padded_hidden(c),
+          padded_intermediate(c),  c.token_capacity, contract_path,
+          c.shared_expert ? 1 : 0, c.ranks,          ep & contract::kEpLayoutModes};
 }
 
 void validate(const MoeCodegenOptions& o) {
@@ -55,6 +56,12 @@ void validate(const MoeCodegenOptions& o) {
   if (o.stages < 0 || o.stages > 16 || o.stages == 1)
     throw ConfigError("stages",
                       fmt::format("stages = {} is outside the allowed range [2, 16] (0: as planned)", o.stages));
+  if (o.ep_mode && (*o.ep_mode < 0 || *o.ep_mode >= contract::kEpModes))
+    throw ConfigError("ep_mode", fmt::format("ep_mode = {} is outside the allowed range [0, {}]", *o.ep_mode,
+                                             contract::kEpModes - 1));
+  if (o.dispatch_sms && (*o.dispatch_sms < 0 || *o.dispatch_sms > 4096))
+    throw ConfigError("dispatch_sms",
+                      fmt::format("dispatch_sms = {} is outside the allowed range [0, 4096]", *o.dispatch_sms));
   if (o.ctas_per_sm < 0 || o.ctas_per_sm > 8)
     throw ConfigError("ctas_per_sm", fmt::format("ctas_per_sm = {} is outside the allowed range [1, 8] (0: as planned)",
                                                  o.ctas_per_sm));
@@ -137,11 +144,15 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
         "decoded scales: a third non-consumer warp turns each stage's UE8M0 scale words into FP32 for the "
         "consumers (set by the options)");
 
+  // Expert parallelism's decisions; a dispatch split leaves SMs out of the compute grid.
+  p.ep = plan_ep(config, batch, device.sm_count, options, p.notes);
+  const int compute_sms = device.sm_count - p.ep.dispatch_sms;
+
   // Compute: the deepest pipeline (up to 12 stages) that lets `ctas` CTAs share an SM.
   const int threads = contract::compute_threads(p.groups, p.decoded_scales);
   auto smem_for = [&](int ctas, int stages) {
     return contract::compute_smem_layout(p.contract_path, p.tiles, p.tile_n, stages, config.weight_experts(),
-                                         ctas * device.sm_count, p.decoded_scales)
+                                         ctas * compute_sms, p.decoded_scales)
         .total;
   };
   auto fits = [&](int ctas, int stages) {
@@ -178,14 +189,14 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                                 batch, device.name, stages, smem_for(ctas, stages), ctas));
   }
   p.stages = stages;
-  p.compute = {true,    ctas * device.sm_count,
+  p.compute = {true,    ctas * compute_sms,
                threads, smem_for(ctas, stages),
                ctas,    register_cap_for(device.regs_per_sm, threads, ctas)};
   note(fmt::format(
       "compute grid {} = {} CTA(s) x {} SMs, persistent; {} threads ({} consumer warpgroup(s) + {} "
       "warps), {} B SMEM, .maxnreg {}",
-      p.compute.grid, ctas, device.sm_count, threads, p.groups,
-      p.decoded_scales ? "2 producer + 1 decoder" : "2 producer", p.compute.smem_bytes, p.compute.register_cap));
+      p.compute.grid, ctas, compute_sms, threads, p.groups, p.decoded_scales ? "2 producer + 1 decoder" : "2 producer",
+      p.compute.smem_bytes, p.compute.register_cap));
 
   // Dispatch: only when the compute role cannot read the caller's x as it is.
   const bool image = !contract::path_fp8_rows(p.contract_path);
@@ -196,13 +207,19 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   // dispatch role puts them.
   const bool ep = config.ranks > 1;
   const std::string ep_note =
-      ep ? fmt::format(", and publishes them with the routes to the other {} rank(s)", config.ranks - 1) : "";
+      ep ? fmt::format(", and publishes them with the routes to the other {} rank(s){}", config.ranks - 1,
+                       p.ep.has(contract::kEpPull)     ? ", then pulls theirs"
+                       : p.ep.has(contract::kEpMirror) ? ", mirroring routes, weights and scales into theirs"
+                                                       : "")
+         : "";
+  // With a split, the dispatch role's CTAs fill its SMs only.
+  const int dispatch_sms = p.ep.dispatch_sms ? p.ep.dispatch_sms : device.sm_count;
   if (config.recipe == Recipe::w4a16 && !padded && !ep) {
     note("dispatch: not launched (W4A16: the compute role reads the caller's BF16 x and routes by itself)");
   } else if (config.recipe == Recipe::w4a16) {
     p.dispatch = {
         true,
-        std::min(ceil_div(std::int64_t{batch} * H / 8, k_dispatch_threads), k_streaming_ctas_per_sm * device.sm_count),
+        std::min(ceil_div(std::int64_t{batch} * H / 8, k_dispatch_threads), k_streaming_ctas_per_sm * dispatch_sms),
         k_dispatch_threads,
         0,
         1,
@@ -212,7 +229,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   } else if (options.input_bf16 || image || split || padded || ep) {
     const std::int64_t work = std::int64_t{batch} * H / (image ? 16 : 32);
     p.dispatch = {true,
-                  std::min(ceil_div(work, k_dispatch_threads), k_streaming_ctas_per_sm * device.sm_count),
+                  std::min(ceil_div(work, k_dispatch_threads), k_streaming_ctas_per_sm * dispatch_sms),
                   k_dispatch_threads,
                   0,
                   1,
@@ -234,7 +251,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                 0,
                 1,
                 0};
-  const contract::MoeDims dims = workspace_dims(config, p.contract_path);
+  const contract::MoeDims dims = workspace_dims(config, p.contract_path, p.ep.mode);
   p.workspace_bytes = contract::workspace_bytes(dims, p.compute.grid);
   return p;
 }
@@ -263,6 +280,7 @@ void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
        {"stages", p.stages},
        {"decoded_scales", p.decoded_scales},
        {"subnormal_weight_scales", p.subnormal_weight_scales},
+       {"ep", {{"mode", p.ep.mode}, {"modes", ep_mode_names(p.ep.mode)}, {"dispatch_sms", p.ep.dispatch_sms}}},
        {"dispatch", p.dispatch},
        {"compute", p.compute},
        {"finalize", p.finalize},

@@ -37,6 +37,10 @@ struct MoeCodegenOptions {
   // 0.0: exact, as every value such a scale multiplies is zero. A layer sets it from its weights
   // (the transform kernel, or pack_weights); off, the kernels are those of a checkpoint without such blocks.
   bool subnormal_weight_scales = false;
+  // Expert parallelism (R > 1), overriding the plan (unset: as planned): the contract::EpMode bits, and the
+  // SMs left to the dispatch role (MOEJIT_DISPATCH_SMS sets it when unset here; 0: it shares the compute's).
+  std::optional<int> ep_mode;
+  std::optional<int> dispatch_sms;
 
   friend bool operator==(const MoeCodegenOptions&, const MoeCodegenOptions&) = default;
 };
@@ -55,6 +59,17 @@ struct RolePlan {
   friend bool operator==(const RolePlan&, const RolePlan&) = default;
 };
 
+// Expert parallelism's decisions for R > 1 (GC-MoE Table 2, as this target runs them; docs/expert-parallelism.md):
+// the contract::EpMode bits all three role kernels are specialized on, and the SMs kept out of the compute grid
+// for the dispatch role. All zero with one rank.
+struct EpPlan {
+  int mode = 0;          // contract::EpMode bits
+  int dispatch_sms = 0;  // 0: the dispatch role runs on the compute role's SMs, ahead of it
+
+  bool has(int bit) const { return (mode & bit) != 0; }
+  friend bool operator==(const EpPlan&, const EpPlan&) = default;
+};
+
 struct MoeLaunchPlan {
   std::string model, device, target;
   int batch = 0;
@@ -70,6 +85,7 @@ struct MoeLaunchPlan {
   // The fast atom's K-loop decodes weight scale code 0 as 2^-127 (MoeCodegenOptions::subnormal_weight_scales);
   // false on the other atoms, which do not read the codes in their loops this way.
   bool subnormal_weight_scales = false;
+  EpPlan ep;
   RolePlan dispatch, compute, finalize;
   std::int64_t workspace_bytes = 0;  // per stream
   std::vector<std::string> notes;    // each decision with its reason
@@ -82,7 +98,16 @@ struct MoeLaunchPlan {
 // see padded_hidden); and the workspace dimensions they make.
 int padded_hidden(const MoeConfig& config);
 int padded_intermediate(const MoeConfig& config);
-contract::MoeDims workspace_dims(const MoeConfig& config, int contract_path);
+// `ep`: the plan's EpMode bits (those that shape the workspace count: contract::kEpLayoutModes).
+contract::MoeDims workspace_dims(const MoeConfig& config, int contract_path, int ep = 0);
+
+// The EP decisions of plan_launch (ep_plan.cpp), `notes` receiving each with its reason. Throws ConfigError for
+// an override that cannot apply (field "ep_mode" or "dispatch_sms"; MOEJIT_DISPATCH_SMS when it set the split).
+EpPlan plan_ep(const MoeConfig& config, int batch, int sm_count, const MoeCodegenOptions& options,
+               std::vector<std::string>& notes);
+std::string ep_mode_names(int mode);  // "pull+staged-returns", "none"
+// The inverse: "none" or a +-joined list of mirror, pull, staged-returns, direct-scan; nullopt otherwise.
+std::optional<int> parse_ep_mode(std::string_view text);
 
 // eq. (1) with a Poisson margin: the token tile covers r + 3 sqrt(r) rows, so an
 // expert's routes rarely need a second tile (which would stream its weights twice).

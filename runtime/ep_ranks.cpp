@@ -123,6 +123,16 @@ std::optional<std::string> rank_wait_error(CUdeviceptr ws, CUstream stream) {
           "rank {}: its compute grid gave up within {} ms on its own split-K pieces or GEMM2 inputs, "
           "which CTAs that had given up on another rank never wrote",
           h.rank, ms);
+    case contract::kEpWaitPull:
+      return fmt::format(
+          "rank {}: its dispatch role did not finish pulling the other ranks' rows within {} ms (its "
+          "`pulled` counter stayed at {}; this rank had finished {} forwards)",
+          h.rank, ms, h.error_value, h.epoch);
+    case contract::kEpWaitGate:
+      return fmt::format(
+          "rank {}: the compute CTA that scans the peers did not open this rank's gate within {} ms (its "
+          "`gate` counter stayed at {}; this rank had finished {} forwards)",
+          h.rank, ms, h.error_value, h.epoch);
     default:
       return fmt::format("rank {}: the workspace header holds an unknown wait error {} (rank {}, value {})", h.rank,
                          h.error, h.error_rank, h.error_value);

@@ -129,7 +129,9 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& opti
   if (!context_) throw std::runtime_error("MoeLayer: no current CUDA context (make the device's context current)");
 
   // Every plan of this layer has the same grid, so one workspace size serves every batch.
-  workspace_bytes_ = plan(1).workspace_bytes;
+  const codegen::MoeLaunchPlan first = plan(1);
+  workspace_bytes_ = first.workspace_bytes;
+  workspace_ep_ = first.ep.mode & contract::kEpLayoutModes;  // the same at every B, as the bytes are
   by_tokens_.resize(config.token_capacity + 1);
   MOEJIT_CU(cuStreamCreate, &setup_stream_, CU_STREAM_NON_BLOCKING);
 }
@@ -265,7 +267,7 @@ codegen::MoeLaunchPlan MoeLayer::plan(int tokens) const {
 }
 
 contract::WorkspaceLayout MoeLayer::workspace_layout() const {
-  return contract::workspace_layout(codegen::workspace_dims(config_, atom_->contract_path));
+  return contract::workspace_layout(codegen::workspace_dims(config_, atom_->contract_path, workspace_ep_));
 }
 
 const MoeLayer::TokenLaunch& MoeLayer::kernels_for_locked(int tokens) {

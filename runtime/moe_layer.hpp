@@ -217,6 +217,7 @@ class MoeLayer {
   const codegen::AtomTraits* atom_ = nullptr;
   CUcontext context_ = nullptr;  // the graph nodes' explicit context
   std::int64_t workspace_bytes_ = 0;
+  int workspace_ep_ = 0;                 // the EpMode bits that shape the workspace (contract::kEpLayoutModes)
   DeviceBuffer w1_, w2_;                 // packed step blobs, when the layer packed them
   CUdeviceptr w1_ptr_ = 0, w2_ptr_ = 0;  // the step blobs it reads (its own, or the caller's)
   TensorMapBlob w1_map_, w2_map_;        // their TMA maps, passed by value to the compute role

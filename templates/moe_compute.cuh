@@ -77,12 +77,12 @@ __device__ __forceinline__ float gated_activation(float gate, float up, float cl
 }
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded, class Atom, int kRanks>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded, class Atom, int kRanks, int kEp>
 struct ComputeRole {
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
   static constexpr bool kSplitRows = contract::path_split_rows(kPath);
-  static constexpr contract::MoeDims kDims{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks};
+  static constexpr contract::MoeDims kDims{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks, kEp};
   // The schedule's experts: the E routed ones, then (kShared) the fused shared
   // expert, expert E of the packed weights, whose route for token t is
   // kSharedRoute0 + t with weight 1 (contract::shared_route0).
@@ -110,7 +110,8 @@ struct ComputeRole {
   static_assert(kRanks == 1 || kShared == 0, "expert parallelism runs routed experts only");
   // Expert parallelism (kRanks > 1): every rank's routes that reach this rank's experts (moe_ep.cuh).
   using Ep = EpRoutes<kExperts, kTopK, kCapacity, kRanks,
-                      EpLayout<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks>>;
+                      EpLayout<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks, kEp>>;
+  static_assert(kRanks > 1 || kEp == 0, "the EpMode bits are expert parallelism's");
   static_assert(contract::path_cost_weighted(kPath) == !uniform_step_cost<Atom>(),
                 "the SMEM layout holds the share table exactly when the atom's step costs differ");
 
@@ -269,7 +270,7 @@ struct ComputeRole {
       tc.route[h] = n < sg.rows ? r : -1;
       // GEMM1: the caller's read-only x_scales words (or the owner rank's); GEMM2: the handoff's records.
       if constexpr (kRanks > 1)
-        tc.scale_src[h] = sg.phase == 0 ? reinterpret_cast<const u32*>(ep(p.ws).row(
+        tc.scale_src[h] = sg.phase == 0 ? reinterpret_cast<const u32*>(ep(p.ws).scale_row(
                                               r, reinterpret_cast<const u8*>(p.x_scales) - p.ws, 4 * (kHidden / 128)))
                                         : ws.handoff_s + u64(r) * kKb2 * (contract::kScaleRecordBytes / 4);
       else
@@ -708,9 +709,31 @@ struct ComputeRole {
         if (!arrived) ep_fail(ws.header, contract::kEpWaitSetup, ws.header->rank, ws.header->ranks, false);
         const Ep e = ep(p.ws);
         const u64 start = globaltimer();
-        for (int s = 0; s < kRanks && arrived; ++s)
-          arrived = ep_wait(ws.header, start, contract::kEpWaitDispatch, s,
-                            [&](int& seen) { return ep_counter(&e.peer_header(s)->dispatched, tag, seen); });
+        contract::MoeHeader* own = ws.header;
+        auto wait_dispatched = [&] {  // every rank's dispatch of this forward, over the link
+          for (int s = 0; s < kRanks && arrived; ++s)
+            arrived = ep_wait(own, start, contract::kEpWaitDispatch, s,
+                              [&](int& seen) { return ep_counter(&e.peer_header(s)->dispatched, tag, seen); });
+        };
+        if constexpr (kEp & contract::kEpPull) {
+          // This rank's dispatch waited for the peers and pulled what this grid reads: a local wait.
+          if (arrived)
+            arrived = ep_wait(
+                own, start, contract::kEpWaitPull, own->rank,
+                [&](int& seen) { return ep_counter(&own->pulled, tag, seen); }, 2);
+        } else if constexpr (kEp & contract::kEpDirectScan) {
+          // One CTA polls the peers; the others wait on the gate it opens in this workspace.
+          if (blockIdx.x == 0) {
+            wait_dispatched();
+            st_release_gpu(&own->gate, tag);  // even after giving up: the others then see the error
+          } else if (arrived) {
+            arrived = ep_wait(
+                own, start, contract::kEpWaitGate, own->rank,
+                [&](int& seen) { return ep_counter(&own->gate, tag, seen); }, 2);
+          }
+        } else {
+          wait_dispatched();
+        }
         s_scratch[61] = arrived;
       }
     }
@@ -764,32 +787,32 @@ struct ComputeRole {
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1>
+          int kRanks = 1, int kEp = 0>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks>::run(p);
+              kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks, kEp>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1>
+          int kRanks = 1, int kEp = 0>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Bf16, kRanks>::run(p);
+              kShared, kDecoded, AtomSm90Bf16, kRanks, kEp>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1>
+          int kRanks = 1, int kEp = 0>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Bf16W4A16, kRanks>::run(p);
+              kShared, kDecoded, AtomSm90Bf16W4A16, kRanks, kEp>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1>
+          int kRanks = 1, int kEp = 0>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm120, kRanks>::run(p);
+              kShared, kDecoded, AtomSm120, kRanks, kEp>::run(p);
 }
 #endif
 

@@ -138,6 +138,22 @@ enum EpWait : int {
   kEpWaitSkew = 4,      // a rank's counter is past this forward's: the ranks ran different numbers of forwards
   kEpWaitPeer = 5,      // another rank (error_rank) gave up on this forward (error_value: its EpWait)
   kEpWaitSetup = 6,     // the workspace is not set up for the kernel's ranks (error_value: the header's ranks)
+  kEpWaitPull = 7,      // compute: this rank's dispatch never finished pulling the peers' rows (kEpPull)
+  kEpWaitGate = 8,      // compute: the CTA that scans the peers never opened this rank's gate (kEpDirectScan)
+};
+
+// The planner's expert-parallel decisions (MoeLaunchPlan::ep), as the bits of
+// MoeDims::ep every role kernel is specialized on (docs/expert-parallelism.md).
+// kEpMirror and kEpPull are alternatives: both make the compute role's route
+// metadata local, one by the senders' pushes (k < R), the other by the
+// receiver's pulls, which also bring each needed peer row once (k >= R).
+enum EpMode : int {
+  kEpMirror = 1,         // dispatch pushes its routes, route weights and x scale words into every rank's mirror
+  kEpPull = 2,           // dispatch pulls all ranks' routes, and once per (rank, token) the rows its experts read
+  kEpStagedReturns = 4,  // compute keeps output rows in its own relay arena; each owner's finalize reads them
+  kEpDirectScan = 8,     // one compute CTA polls the peers and opens a local gate for the others
+  kEpModes = 16,
+  kEpLayoutModes = kEpMirror | kEpPull | kEpStagedReturns,  // the bits that add workspace regions
 };
 
 // The workspace header. `epoch` counts the forwards that finished on this
@@ -149,7 +165,7 @@ enum EpWait : int {
 // `dispatch_done` its CTAs that finished; `rank`, `ranks`, `timeout_ns` and
 // `peers` are the host's (MoeLayer::init_rank_workspace); `error` (EpWait),
 // `error_rank` and `error_value` the first wait that gave up, kept until the
-// host reads them.
+// host reads them; `pulled`, `pull_done` and `gate` those of the EpMode bits.
 struct MoeHeader {
   int epoch;
   int done;
@@ -161,6 +177,9 @@ struct MoeHeader {
   int error;
   int error_rank;
   int error_value;
+  int pulled;     // kEpPull: the forward whose peer rows this rank's dispatch has pulled
+  int pull_done;  // kEpPull: dispatch CTAs done pulling
+  int gate;       // kEpDirectScan: the forward whose peers the scanning compute CTA has seen dispatch
   long long timeout_ns;
   unsigned long long peers[kMaxRanks];
 };
@@ -202,6 +221,7 @@ constexpr int kScaleRecordBytes = 16;
 struct MoeDims {
   int experts, top_k, hidden, inter, capacity, path, shared;
   int ranks = 1;  // expert parallelism: `experts` is then each rank's E / R
+  int ep = 0;     // EpMode bits (ranks > 1)
 };
 MOEJIT_HD constexpr long long shared_route0(MoeDims d) {
   return (long long)d.capacity * d.top_k;
@@ -237,9 +257,16 @@ struct WorkspaceLayout {
   long long arena;          // u16 [routes][H]: each route's BF16 output row (with R ranks, written by its owner)
   long long route_ids;      // R > 1: i32 [Bcap][k], this rank's topk_ids as the dispatch role published them
   long long route_weights;  // R > 1: f32 [Bcap][k], its topk_weights
-  long long partial_flag;   // int [2][grid]: tag of the forward whose partial sits in the slot
-  long long partials;       // float [2][grid][partial_slot_floats()]: split-K partial sums
-  long long fixed_bytes;    // bytes before `partials`
+  // The EpMode regions (0 bytes without their bit). Rank s's span of the mirror is rows s * Bcap ... .
+  long long ep_tokens;     // kEpMirror | kEpPull: i32 [R], every rank's token count
+  long long ep_ids;        // kEpMirror | kEpPull: i32 [R][Bcap][k], every rank's topk_ids
+  long long ep_weights;    // kEpMirror | kEpPull: f32 [R][Bcap][k]
+  long long ep_scales;     // kEpMirror, fp8 rows: u32 [R][Bcap][H/128], every rank's x scale words
+  long long ep_rows;       // kEpPull: [R] copies of the x regions (x_q ... handoff), rank s's rows as on rank s
+  long long ep_relay;      // kEpStagedReturns: u16 [R][Bcap][k][H], output rows by EpRoutes' route index
+  long long partial_flag;  // int [2][grid]: tag of the forward whose partial sits in the slot
+  long long partials;      // float [2][grid][partial_slot_floats()]: split-K partial sums
+  long long fixed_bytes;   // bytes before `partials`
 };
 
 // One consumer thread's accumulators of its tiles (tiles / groups * tile_n / 2 <= kMaxTileN / 2), for every
@@ -266,6 +293,14 @@ MOEJIT_HD constexpr WorkspaceLayout workspace_layout(MoeDims d) {
   const long long published = d.ranks > 1 ? (long long)d.capacity * d.top_k : 0;
   l.route_ids = at, at += align_up(4 * published, 256);
   l.route_weights = at, at += align_up(4 * published, 256);
+  const bool ep = d.ranks > 1, metadata = ep && (d.ep & (kEpMirror | kEpPull));
+  const long long spans = ep ? (long long)d.ranks * d.capacity : 0;  // every rank's tokens
+  l.ep_tokens = at, at += metadata ? align_up(4LL * d.ranks, 256) : 0;
+  l.ep_ids = at, at += metadata ? align_up(4 * spans * d.top_k, 256) : 0;
+  l.ep_weights = at, at += metadata ? align_up(4 * spans * d.top_k, 256) : 0;
+  l.ep_scales = at, at += ep && (d.ep & kEpMirror) && fp8 ? align_up(4 * spans * (d.hidden / 128), 256) : 0;
+  l.ep_rows = at, at += ep && (d.ep & kEpPull) ? d.ranks * (l.handoff - l.x_q) : 0;
+  l.ep_relay = at, at += ep && (d.ep & kEpStagedReturns) ? align_up(2 * spans * d.top_k * d.hidden, 256) : 0;
   l.partial_flag = at, at += 0;  // sized by the grid, below
   l.partials = 0;
   l.fixed_bytes = at;

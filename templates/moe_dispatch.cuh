@@ -39,11 +39,24 @@ __device__ __forceinline__ void store_codes(u8* x_q, u8* x_small, u64 offset, ui
   *reinterpret_cast<uint4*>(x_q + offset) = q;
 }
 
+// Where a scale byte of x also goes: nowhere (kOn = 0), or with kEpMirror into
+// every rank's mirror (ep_scales), in this rank's span (bytes [Bcap][H/32]).
+template <int kOn, int kRanks, long long kMirror, long long kSpanBytes>
+struct ScaleMirror {
+  const contract::MoeHeader* h;
+  __device__ void operator()(u64 index, u8 code) const {
+    if constexpr (kOn != 0)
+      for (int d = 0; d < kRanks; ++d)
+        (reinterpret_cast<u8*>(h->peers[d]) + kMirror + h->rank * kSpanBytes)[index] = code;
+  }
+};
+
 // Pre-quantized rows -> the GEMM1 rows (split and/or padded) and their scale
 // bytes: one thread per 32-element block.
-template <int kHidden, int kHiddenIn, int kSplit>
+template <int kHidden, int kHiddenIn, int kSplit, class Mirror>
 __device__ void moe_stage_codes(u8* __restrict__ x_q, u8* __restrict__ x_small, u8* __restrict__ x_scales,
-                                const u8* __restrict__ x_q_in, const u8* __restrict__ x_scales_in, u32 tokens) {
+                                const u8* __restrict__ x_q_in, const u8* __restrict__ x_scales_in, u32 tokens,
+                                Mirror mirror) {
   const u32 blocks = tokens * (kHidden / 32);
   for (u32 b = blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += gridDim.x * blockDim.x) {
     const u32 token = b / (kHidden / 32), k = (b % (kHidden / 32)) * 32;
@@ -52,7 +65,9 @@ __device__ void moe_stage_codes(u8* __restrict__ x_q, u8* __restrict__ x_small, 
     const u64 offset = u64(token) * kHidden + k;
     store_codes<kSplit>(x_q, x_small, offset, real ? src[0] : make_uint4(0, 0, 0, 0));
     store_codes<kSplit>(x_q, x_small, offset + 16, real ? src[1] : make_uint4(0, 0, 0, 0));
-    x_scales[u64(token) * (kHidden / 32) + k / 32] = real ? x_scales_in[u64(token) * (kHiddenIn / 32) + k / 32] : 0;
+    const u8 code = real ? x_scales_in[u64(token) * (kHiddenIn / 32) + k / 32] : 0;
+    x_scales[u64(token) * (kHidden / 32) + k / 32] = code;
+    mirror(u64(token) * (kHidden / 32) + k / 32, code);
   }
 }
 
@@ -94,9 +109,9 @@ __device__ void moe_pad_bf16_rows(u16* __restrict__ x_bf16, const u16* __restric
 // BF16 activations -> MXFP8 (and, with kImage, its BF16 image; with kSplit,
 // split rows): one thread per 32-element block, so the block amax never
 // leaves the thread.
-template <int kHidden, int kHiddenIn, int kImage, int kSplit>
+template <int kHidden, int kHiddenIn, int kImage, int kSplit, class Mirror>
 __device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u8* __restrict__ x_scales,
-                                  u16* __restrict__ x_bf16, const u16* __restrict__ x, u32 tokens) {
+                                  u16* __restrict__ x_bf16, const u16* __restrict__ x, u32 tokens, Mirror mirror) {
   const u32 blocks = tokens * (kHidden / 32);
   for (u32 b = blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += gridDim.x * blockDim.x) {
     const u32 token = b / (kHidden / 32), k = (b % (kHidden / 32)) * 32;
@@ -130,6 +145,7 @@ __device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small
     store_codes<kSplit>(x_q, x_small, offset, make_uint4(q[0], q[1], q[2], q[3]));
     store_codes<kSplit>(x_q, x_small, offset + 16, make_uint4(q[4], q[5], q[6], q[7]));
     x_scales[u64(token) * (kHidden / 32) + k / 32] = u8(code);
+    mirror(u64(token) * (kHidden / 32) + k / 32, u8(code));
     if (kImage) {
       uint4* dst = reinterpret_cast<uint4*>(x_bf16 + offset);
 #pragma unroll
@@ -138,47 +154,158 @@ __device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small
   }
 }
 
+// kEpPull: after publishing, wait for every rank's dispatch of this forward,
+// then bring what this rank's compute role reads into this workspace: every
+// rank's token count, routes and route weights (ep_tokens, ep_ids,
+// ep_weights), and, once per (rank, token) that reaches one of this rank's
+// experts, the token's GEMM1 rows from the owner (ep_rows, as the owner holds
+// them). A token routed to several of them is read over the link once, not
+// once per route (the pull cache of GC-MoE §4.5, by token). `pulled` releases
+// it to the compute role; after a wait that gave up, with nothing pulled.
+template <class Layout, int kExperts, int kTopK, int kCapacity, int kRanks>
+__device__ void ep_pull(u8* ws, int tag) {
+  constexpr contract::WorkspaceLayout l = Layout::kWs;
+  constexpr int kHidden = Layout::kHiddenDim;
+  constexpr int kSpan = kCapacity * kTopK;
+  auto* h = reinterpret_cast<contract::MoeHeader*>(ws + l.header);
+  __shared__ int s_tokens[kRanks];
+  __shared__ int s_ok;
+  if (threadIdx.x == 0) {
+    bool ok = h->ranks == kRanks;  // else no peer table of this many ranks to read
+    if (!ok) ep_fail(h, contract::kEpWaitSetup, h->rank, h->ranks, false);
+    const u64 start = globaltimer();
+    for (int s = 0; s < kRanks && ok; ++s) {
+      const auto* peer = reinterpret_cast<const contract::MoeHeader*>(h->peers[s] + l.header);
+      ok = ep_wait(h, start, contract::kEpWaitDispatch, s,
+                   [&](int& seen) { return ep_counter(&peer->dispatched, tag, seen); });
+    }
+    s_ok = ok;
+  }
+  __syncthreads();
+  const int rank = h->rank;
+  if (s_ok) {
+    for (int s = threadIdx.x; s < kRanks; s += blockDim.x) {
+      s_tokens[s] = reinterpret_cast<const contract::MoeHeader*>(h->peers[s] + l.header)->tokens;
+      if (blockIdx.x == 0) reinterpret_cast<i32*>(ws + l.ep_tokens)[s] = s_tokens[s];
+    }
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < kRanks * kSpan; i += gridDim.x * blockDim.x) {
+      const int s = i / kSpan, r = i % kSpan;
+      if (r >= s_tokens[s] * kTopK) continue;
+      const u8* peer = reinterpret_cast<const u8*>(h->peers[s]);
+      reinterpret_cast<i32*>(ws + l.ep_ids)[i] = reinterpret_cast<const i32*>(peer + l.route_ids)[r];
+      reinterpret_cast<float*>(ws + l.ep_weights)[i] = reinterpret_cast<const float*>(peer + l.route_weights)[r];
+    }
+    const int lane = threadIdx.x % 32, warps = gridDim.x * blockDim.x / 32;
+    for (int item = (blockIdx.x * blockDim.x + threadIdx.x) / 32; item < kRanks * kCapacity; item += warps) {
+      const int s = item / kCapacity, t = item % kCapacity;
+      if (s == rank || t >= s_tokens[s]) continue;  // this rank's own rows are read in place
+      const u8* peer = reinterpret_cast<const u8*>(h->peers[s]);
+      const int id = lane < kTopK ? reinterpret_cast<const i32*>(peer + l.route_ids)[t * kTopK + lane] : -1;
+      if (!__any_sync(0xFFFFFFFFu, unsigned(id - rank * kExperts) < unsigned(kExperts))) continue;
+      // The regions the compute role reads a token's GEMM1 operands from, `bytes` a token.
+      auto copy = [&](long long at, int bytes) {
+        const u8* src = peer + at + (long long)t * bytes;
+        u8* dst = pulled_rows<Layout>(ws, s, at) + (long long)t * bytes;
+        if (bytes % 16 == 0) {  // four 16-byte loads in flight per lane
+          for (int c = lane; c < bytes / 16; c += 4 * 32) {
+            uint4 v[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+              if (c + 32 * u < bytes / 16) v[u] = reinterpret_cast<const uint4*>(src)[c + 32 * u];
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+              if (c + 32 * u < bytes / 16) reinterpret_cast<uint4*>(dst)[c + 32 * u] = v[u];
+          }
+        } else {
+          for (int c = lane; c < bytes / 4; c += 32)
+            reinterpret_cast<u32*>(dst)[c] = reinterpret_cast<const u32*>(src)[c];
+        }
+      };
+      if constexpr (contract::path_fp8_rows(Layout::kRowsPath)) {
+        copy(l.x_q, kHidden);
+        copy(l.x_scales, kHidden / 32);
+        if constexpr (contract::path_split_rows(Layout::kRowsPath)) copy(l.x_small, kHidden);
+      } else {
+        copy(l.x_bf16, 2 * kHidden);
+      }
+    }
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(&h->pull_done, 1) == int(gridDim.x) - 1) {
+    h->pull_done = 0;
+    __threadfence();
+    st_release_gpu(&h->pulled, tag);
+  }
+}
+
 // kInputBf16: x arrives as BF16 (`x_bf16_in`), else pre-quantized (`x_q_in`,
 // `x_scales_in`, UE8M0 bytes [B][H/32]). kQuantize: the w4a8-mx recipe (else
 // W4A16, whose BF16 rows are only padded). kImage: write the BF16 image (the
 // exact path). kRanks > 1: the rows, routes and token count are published to
-// the other ranks' compute roles (moe_ep.cuh), the last CTA's release last.
+// the other ranks' compute roles (moe_ep.cuh), the last CTA's release last;
+// kEp (contract::EpMode) adds the mirror pushes or the pulls.
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
-          int kInputBf16, int kQuantize, int kImage, int kRanks = 1>
+          int kInputBf16, int kQuantize, int kImage, int kRanks = 1, int kEp = 0>
 __device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16* x_bf16_in, const i32* topk_ids,
                              const float* topk_weights, u32 tokens, u8* ws) {
   // The compute role may launch now: its weight stream needs nothing from this grid.
   griddep_launch_dependents();
-  constexpr contract::WorkspaceLayout l =
-      contract::workspace_layout({kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks});
+  using Layout = EpLayout<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks, kEp>;
+  constexpr contract::WorkspaceLayout l = Layout::kWs;
   constexpr bool kSplit = contract::path_split_rows(kPath);
+  constexpr bool kMirror = kRanks > 1 && (kEp & contract::kEpMirror);
+  static_assert(kRanks > 1 || kEp == 0, "the EpMode bits are expert parallelism's");
+  auto* h = reinterpret_cast<contract::MoeHeader*>(ws + l.header);
+  // A mirror writes through the peer table, which must be one of kRanks ranks (the compute role reports it).
+  const bool mirror = kMirror && h->ranks == kRanks;
   u8* x_q = ws + l.x_q;
   u8* x_scales = ws + l.x_scales;
   u16* x_bf16 = reinterpret_cast<u16*>(ws + l.x_bf16);
-  if (!kQuantize)
+  if (!kQuantize) {
     moe_pad_bf16_rows<kHidden, kHiddenIn>(x_bf16, x_bf16_in, tokens);
-  else if (kInputBf16)
-    moe_quantize_rows<kHidden, kHiddenIn, kImage, kSplit>(x_q, ws + l.x_small, x_scales, x_bf16, x_bf16_in, tokens);
-  else if (kImage)
+  } else if (kImage && !kInputBf16) {
     moe_bf16_image<kHidden, kHiddenIn>(x_bf16, x_q_in, x_scales_in, tokens);
-  else
-    moe_stage_codes<kHidden, kHiddenIn, kSplit>(x_q, ws + l.x_small, x_scales, x_q_in, x_scales_in, tokens);
+  } else {
+    using Mirror = ScaleMirror<kMirror && !kImage, kRanks, l.ep_scales, (long long)kCapacity * (kHidden / 32)>;
+    const Mirror to_peers{mirror ? h : nullptr};
+    if (kInputBf16)
+      moe_quantize_rows<kHidden, kHiddenIn, kImage, kSplit>(x_q, ws + l.x_small, x_scales, x_bf16, x_bf16_in, tokens,
+                                                            to_peers);
+    else
+      moe_stage_codes<kHidden, kHiddenIn, kSplit>(x_q, ws + l.x_small, x_scales, x_q_in, x_scales_in, tokens, to_peers);
+  }
   if constexpr (kRanks > 1) {
     i32* ids = reinterpret_cast<i32*>(ws + l.route_ids);
     float* weights = reinterpret_cast<float*>(ws + l.route_weights);
-    for (u32 r = blockIdx.x * blockDim.x + threadIdx.x; r < tokens * kTopK; r += gridDim.x * blockDim.x)
-      ids[r] = topk_ids[r], weights[r] = topk_weights[r];
+    for (u32 r = blockIdx.x * blockDim.x + threadIdx.x; r < tokens * kTopK; r += gridDim.x * blockDim.x) {
+      const i32 id = topk_ids[r];
+      const float w = topk_weights[r];
+      ids[r] = id, weights[r] = w;
+      if (kMirror && mirror)
+        for (int d = 0; d < kRanks; ++d) {
+          u8* peer = reinterpret_cast<u8*>(h->peers[d]);
+          const u64 at = u64(h->rank) * kCapacity * kTopK + r;
+          reinterpret_cast<i32*>(peer + l.ep_ids)[at] = id;
+          reinterpret_cast<float*>(peer + l.ep_weights)[at] = w;
+        }
+    }
+    if (kMirror && mirror && blockIdx.x == 0)
+      for (int d = threadIdx.x; d < kRanks; d += blockDim.x)
+        reinterpret_cast<i32*>(h->peers[d] + l.ep_tokens)[h->rank] = int(tokens);
     __threadfence_system();
     __syncthreads();
+    const int tag = h->epoch + 1;  // this rank's compute role bumps epoch to it
     if (threadIdx.x == 0) {
-      auto* h = reinterpret_cast<contract::MoeHeader*>(ws + l.header);
       if (atomicAdd(&h->dispatch_done, 1) == int(gridDim.x) - 1) {
         h->dispatch_done = 0;
         h->tokens = int(tokens);
         __threadfence_system();
-        st_release_sys(&h->dispatched, h->epoch + 1);  // this rank's compute role bumps epoch to it
+        st_release_sys(&h->dispatched, tag);
       }
     }
+    if constexpr ((kEp & contract::kEpPull) != 0) ep_pull<Layout, kExperts, kTopK, kCapacity, kRanks>(ws, tag);
   }
 }
 

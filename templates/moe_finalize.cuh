@@ -13,12 +13,17 @@ namespace moejit {
 // The arena's rows are kHidden (padded) wide; y's kHiddenIn (the model's H).
 // With kRanks ranks (kExperts each), the rows come from every rank's compute
 // role: this grid first waits until each has finished the forward (moe_ep.cuh).
+// With kEpStagedReturns they stayed in the relay arena of the rank that
+// computed them (the owner of the route's expert) and are read from there.
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
-          int kRanks = 1>
+          int kRanks = 1, int kEp = 0>
 __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, u8* ws) {
   griddep_wait();  // the arena rows are the compute role's
-  constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks};
+  constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks, kEp};
   constexpr contract::WorkspaceLayout l = contract::workspace_layout(d);
+  constexpr bool kStaged = kRanks > 1 && (kEp & contract::kEpStagedReturns);
+  static_assert(kRanks > 1 || kEp == 0, "the EpMode bits are expert parallelism's");
+  __shared__ const u16* s_relay[kStaged ? kRanks : 1];  // each rank's relay rows of this rank's routes
   if constexpr (kRanks > 1) {
     __shared__ int arrived;
     if (threadIdx.x == 0) {
@@ -33,6 +38,10 @@ __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__
                      [&](int& seen) { return ep_counter(&peer->epoch, forward, seen); });
       }
       arrived = ok;
+      if constexpr (kStaged)
+        for (int s = 0; s < kRanks && ok; ++s)
+          s_relay[s] = reinterpret_cast<const u16*>(own->peers[s] + l.ep_relay) +
+                       (long long)own->rank * kCapacity * kTopK * kHidden;
     }
     __syncthreads();
     if (!arrived) return;  // the host reports the header's error; y stays as it was
@@ -46,8 +55,12 @@ __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__
 #pragma unroll
     for (int j = 0; j < kTopK + kShared; ++j) {
       const u64 route = j < kTopK ? u64(token) * kTopK + j : u64(contract::shared_route0(d)) + token;
-      if (j < kTopK) poison |= unsigned(topk_ids[route]) >= unsigned(kExperts * kRanks);
-      const uint4 v = *reinterpret_cast<const uint4*>(arena + route * kHidden + h);
+      const unsigned id = j < kTopK ? unsigned(topk_ids[route]) : 0u;
+      if (j < kTopK) poison |= id >= unsigned(kExperts * kRanks);
+      const u16* row = arena + route * kHidden;
+      if constexpr (kStaged)
+        if (id < unsigned(kExperts * kRanks)) row = s_relay[id / kExperts] + route * kHidden;
+      const uint4 v = *reinterpret_cast<const uint4*>(row + h);
       const u32 words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {

@@ -67,7 +67,6 @@ int cmd_plan(int argc, char** argv) {
       {"shared-expert", false,
        "fuse the model's shared expert (glm5.2, dsv4.1-flash); Table 2's model takes its FP8 K-group (128 for "
        "glm5.2, 32 for dsv4.1-flash), the layer its MXFP4 weights as expert E"},
-      {"dispatch-sms", true, "SMs requested for the dispatch partition (default 6; eq. 5)", "N"},
       {"token-capacity", true, "tokens per rank the workspace holds, Bcap, 1..4096 (default 256)", "N"},
       {"no-batched-routes", false, "plan for a workspace without the batched route arrays (no batched returns)"},
       {"json", false, "print the configuration, the device and every geometry as JSON"},
@@ -105,7 +104,9 @@ int cmd_plan(int argc, char** argv) {
     throw UsageError(fmt::format("unexpected argument '{}' (see --help)", excerpt(args.positional().front())));
   const codegen::DeviceProfile device = read_device(args);
   codegen::MoeConfig config = read_config(args);
-  config.dispatch_sms = static_cast<int>(args.get_int("dispatch-sms", config.dispatch_sms, 2, device.sm_count));
+  // The paper's partition (eq. 5) needs two SMs or more; the launch plan's split takes any (codegen_options).
+  if (args.has("dispatch-sms"))
+    config.dispatch_sms = static_cast<int>(args.get_int("dispatch-sms", config.dispatch_sms, 2, device.sm_count));
   codegen::validate(config);
 
   if (args.has("batch") == args.has("batches"))

@@ -24,6 +24,14 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"decoded-scales", false,
        "a decoder warp turns the fast path's UE8M0 scale words into FP32 for the consumers (default: off; "
        "measured 2-6 points of the floor slower on the H200)"},
+      {"ep-mode", true,
+       "expert parallelism's modes (R > 1), overriding the plan: none, or a +-joined list of mirror, pull, "
+       "staged-returns, direct-scan (default: planned; docs/expert-parallelism.md)",
+       "M"},
+      {"dispatch-sms", true,
+       "SMs kept out of the compute grid for the dispatch role (R > 1; default: none, or MOEJIT_DISPATCH_SMS); "
+       "`moejit plan` also gives it to the paper's partition (eq. 5, >= 2; default 6)",
+       "N"},
       {"subnormal-weight-scales", false,
        "the kernels for weights with UE8M0 code-0 blocks holding nonzero values (a layer picks this itself from "
        "its weights; default: the kernels for weights without them)"},
@@ -43,13 +51,25 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
   o.ctas_per_sm = static_cast<int>(args.get_int("ctas-per-sm", 0, 0, 8));
   o.decoded_scales = args.has("decoded-scales");
   o.subnormal_weight_scales = args.has("subnormal-weight-scales");
+  if (auto m = args.get("ep-mode")) {
+    const auto mode = codegen::parse_ep_mode(*m);
+    if (!mode)
+      throw UsageError(
+          fmt::format("--ep-mode: '{}' is not none or a +-joined list of mirror, pull, staged-returns, "
+                      "direct-scan",
+                      excerpt(*m)));
+    o.ep_mode = *mode;
+  }
+  if (args.has("dispatch-sms")) o.dispatch_sms = static_cast<int>(args.get_int("dispatch-sms", 0, 0, 4096));
   try {
     codegen::validate(o);
   } catch (const codegen::ConfigError& e) {
     throw UsageError(fmt::format("--{}: {}",
-                                 e.field() == "ctas_per_sm" ? "ctas-per-sm"
-                                 : e.field() == "tile_n"    ? "tile-n"
-                                                            : e.field(),
+                                 e.field() == "ctas_per_sm"    ? "ctas-per-sm"
+                                 : e.field() == "tile_n"       ? "tile-n"
+                                 : e.field() == "ep_mode"      ? "ep-mode"
+                                 : e.field() == "dispatch_sms" ? "dispatch-sms"
+                                                               : e.field(),
                                  e.what()));
   }
   return o;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -50,12 +51,14 @@ struct Ranks {
   runtime::SmPartitions parts;
   std::vector<std::unique_ptr<runtime::MoeLayer>> layers;
   std::vector<DeviceBuffer> ws;
-  Ranks(const codegen::MoeConfig& global, const oracle::RandomWeights& w, int ranks, std::chrono::milliseconds timeout)
+  Ranks(const codegen::MoeConfig& global, const oracle::RandomWeights& w, int ranks, std::chrono::milliseconds timeout,
+        std::optional<int> ep_mode = std::nullopt)
       : parts(0, ranks) {
     codegen::MoeConfig c = global;
     c.ranks = ranks;
     runtime::MoeLayerOptions o;
     o.sm_count = parts.shape().sms_per_part;
+    o.codegen.ep_mode = ep_mode;
     for (int r = 0; r < ranks; ++r) {
       MOEJIT_CU(cuCtxSetCurrent, parts.context(r));
       layers.push_back(std::make_unique<runtime::MoeLayer>(c, runtime::expert_shard(w.device(), global, r, ranks), o));
@@ -77,6 +80,72 @@ struct Ranks {
     layers[rank]->forward(in.args(tokens, ws[rank].ptr()), parts.stream(rank));
   }
 };
+
+// The operator's four routings, then a rank that receives nothing (no route reaches the last rank's experts),
+// then tokens whose k experts all live on another rank (rank 0's on the last rank's experts).
+constexpr int k_ep_routings = 6;
+oracle::RandomInputs ep_inputs(const reference::MoeProblem& p, int R, int B, int routing, std::uint64_t seed) {
+  const oracle::RoutingKind kind = routing < 4 ? oracle::k_all_routings[routing] : oracle::RoutingKind::uniform;
+  oracle::RandomInputs in = oracle::random_inputs(p, R * B, kind, seed);
+  const int per_rank = p.experts / R;
+  if (routing == 4) route_into(in, p.top_k, 0, R * B, 0, (R - 1) * per_rank, seed);
+  if (routing == 5) route_into(in, p.top_k, 0, B, (R - 1) * per_rank, R * per_rank, seed);
+  return in;
+}
+
+// One forward of every rank on the R * B tokens of `in` against the R = 1 layer's y; with `replays`, that many
+// more forwards, which must give the same bits.
+void check_forward(Ranks& ranks, runtime::MoeLayer& single, CUcontext ctx, CUstream s1, const reference::MoeProblem& p,
+                   const oracle::RandomWeights& w, const oracle::RandomInputs& in, int B, int replays) {
+  const int R = static_cast<int>(ranks.layers.size());
+  DeviceInputs all(p, R * B);
+  MOEJIT_CU(cuCtxSetCurrent, ctx);
+  all.upload(in, s1);
+  MOEJIT_CU(cuMemsetD8Async, all.y.ptr(), 0xFF, all.y.bytes(), s1);  // poison
+  single.forward(all.args(R * B, 0), s1);
+  const std::vector<std::uint16_t> want = download_sync(all.y, s1);
+  REQUIRE(bad_elements(want) == 0);
+
+  std::vector<std::unique_ptr<DeviceInputs>> mine;
+  for (int r = 0; r < R; ++r) {
+    MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(r));
+    mine.push_back(std::make_unique<DeviceInputs>(p, B));
+    mine[r]->upload(in, ranks.parts.stream(r), std::size_t(r) * B);
+    MOEJIT_CU(cuMemsetD8Async, mine[r]->y.ptr(), 0xFF, mine[r]->y.bytes(), ranks.parts.stream(r));  // poison
+  }
+  // Every rank's kernels built and loaded before any rank launches (docs/expert-parallelism.md).
+  for (int r = 0; r < R; ++r) {
+    MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(r));
+    ranks.layers[r]->launches(mine[r]->args(B, ranks.ws[r].ptr()), ranks.parts.stream(r));
+  }
+  for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
+  std::vector<std::uint16_t> got;
+  for (int r = 0; r < R; ++r) {
+    const std::vector<std::uint16_t> y = download_sync(mine[r]->y, ranks.parts.stream(r));
+    got.insert(got.end(), y.begin(), y.end());
+    const auto error = runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r));
+    CHECK_MESSAGE(!error, *error);
+  }
+  CHECK(bad_elements(got) == 0);
+  const double c = cosine(got, want);
+  CHECK_MESSAGE(c >= 0.99999, "cosine vs the R = 1 layer " << c);
+  if (R * B <= 8) {
+    const std::vector<std::uint16_t> ref =
+        reference::quantized_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing);
+    const double cr = cosine(got, ref);
+    CHECK_MESSAGE(cr >= 0.99999, "cosine vs the quantized CPU reference " << cr);
+  }
+  if (replays == 0) return;
+  for (int n = 0; n < replays; ++n)
+    for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
+  std::vector<std::uint16_t> again;
+  for (int r = 0; r < R; ++r) {
+    const std::vector<std::uint16_t> y = download_sync(mine[r]->y, ranks.parts.stream(r));
+    again.insert(again.end(), y.begin(), y.end());
+    CHECK(!runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r)));
+  }
+  CHECK(again == got);
+}
 }  // namespace
 
 TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of the R = 1 layer") {
@@ -92,71 +161,52 @@ TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of 
     runtime::MoeLayer single(config, w.device());
     for (const int R : {2, 4}) {
       Ranks ranks(config, w, R, runtime::k_default_rank_timeout);
-      MESSAGE("R = " << R << ": " << ranks.parts.shape().sms_per_part << " SMs per rank");
+      MESSAGE("R = " << R << ": " << ranks.parts.shape().sms_per_part << " SMs per rank, EP modes "
+                     << codegen::ep_mode_names(ranks.layers[0]->plan(8).ep.mode) << " (planned)");
       std::uint64_t case_seed = seed + 100 * R;
-      for (const int B : {1, 8, 64}) {
-        // The operator's four routings, then a rank that receives nothing (no route reaches the last rank's
-        // experts), then tokens whose k experts all live on another rank (rank 0's on the last rank's experts).
-        for (int routing = 0; routing < 6; ++routing) {
-          const oracle::RoutingKind kind = routing < 4 ? oracle::k_all_routings[routing] : oracle::RoutingKind::uniform;
-          oracle::RandomInputs in = oracle::random_inputs(p, R * B, kind, ++case_seed);
-          const int per_rank = p.experts / R;
-          if (routing == 4) route_into(in, p.top_k, 0, R * B, 0, (R - 1) * per_rank, case_seed);
-          if (routing == 5) route_into(in, p.top_k, 0, B, (R - 1) * per_rank, R * per_rank, case_seed);
+      for (const int B : {1, 8, 64})
+        for (int routing = 0; routing < k_ep_routings; ++routing) {
           CAPTURE(R);
           CAPTURE(B);
           CAPTURE(routing);
-          DeviceInputs all(p, R * B);
-          MOEJIT_CU(cuCtxSetCurrent, ctx.get());
-          all.upload(in, s1);
-          MOEJIT_CU(cuMemsetD8Async, all.y.ptr(), 0xFF, all.y.bytes(), s1);  // poison
-          single.forward(all.args(R * B, 0), s1);
-          const std::vector<std::uint16_t> want = download_sync(all.y, s1);
-          REQUIRE(bad_elements(want) == 0);
-
-          std::vector<std::unique_ptr<DeviceInputs>> mine;
-          for (int r = 0; r < R; ++r) {
-            MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(r));
-            mine.push_back(std::make_unique<DeviceInputs>(p, B));
-            mine[r]->upload(in, ranks.parts.stream(r), std::size_t(r) * B);
-            MOEJIT_CU(cuMemsetD8Async, mine[r]->y.ptr(), 0xFF, mine[r]->y.bytes(), ranks.parts.stream(r));  // poison
-          }
-          // Every rank's kernels built and loaded before any rank launches (docs/expert-parallelism.md).
-          for (int r = 0; r < R; ++r) {
-            MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(r));
-            ranks.layers[r]->launches(mine[r]->args(B, ranks.ws[r].ptr()), ranks.parts.stream(r));
-          }
-          for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
-          std::vector<std::uint16_t> got;
-          for (int r = 0; r < R; ++r) {
-            const std::vector<std::uint16_t> y = download_sync(mine[r]->y, ranks.parts.stream(r));
-            got.insert(got.end(), y.begin(), y.end());
-            const auto error = runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r));
-            CHECK_MESSAGE(!error, *error);
-          }
-          CHECK(bad_elements(got) == 0);
-          const double c = cosine(got, want);
-          CHECK_MESSAGE(c >= 0.99999, "cosine vs the R = 1 layer " << c);
-          if (R * B <= 8) {
-            const std::vector<std::uint16_t> ref =
-                reference::quantized_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing);
-            const double cr = cosine(got, ref);
-            CHECK_MESSAGE(cr >= 0.99999, "cosine vs the quantized CPU reference " << cr);
-          }
-          if (routing == 0 && B == 8) {
-            // 100 replays of the same forward: the same bits every time, and no wait gave up.
-            for (int n = 0; n < 100; ++n)
-              for (int r = 0; r < R; ++r) ranks.forward(r, *mine[r], B);
-            std::vector<std::uint16_t> again;
-            for (int r = 0; r < R; ++r) {
-              const std::vector<std::uint16_t> y = download_sync(mine[r]->y, ranks.parts.stream(r));
-              again.insert(again.end(), y.begin(), y.end());
-              CHECK(!runtime::rank_wait_error(ranks.ws[r].ptr(), ranks.parts.stream(r)));
-            }
-            CHECK(again == got);
-          }
+          const oracle::RandomInputs in = ep_inputs(p, R, B, routing, ++case_seed);
+          // 100 replays of one case: the same bits every time, and no wait gave up.
+          check_forward(ranks, single, ctx.get(), s1, p, w, in, B, routing == 0 && B == 8 ? 100 : 0);
         }
-      }
+    }
+    MOEJIT_CU(cuCtxSetCurrent, ctx.get());
+    single.release_stream(s1);
+  }
+  MOEJIT_CU(cuStreamDestroy, s1);
+}
+
+// Each EpMode bit the planner may choose, forced (the plan above takes pull + staged returns for these
+// models at R = 2 and 4): the y of the R = 1 layer, whatever the route metadata, rows and returns travel by.
+TEST_CASE("expert parallelism: every EP mode gives the y of the R = 1 layer") {
+  runtime::ScopedContext ctx(0);
+  CUstream s1 = nullptr;
+  MOEJIT_CU(cuStreamCreate, &s1, CU_STREAM_NON_BLOCKING);
+  const int R = 2;
+  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+    CAPTURE(model);
+    const codegen::MoeConfig config = codegen::builtin_model(model);
+    const reference::MoeProblem p = oracle::problem_of(config);
+    const std::uint64_t seed = gpu_test::seed() ^ 0xE7ull;
+    const oracle::RandomWeights w = oracle::random_weights(p, seed);
+    runtime::MoeLayer single(config, w.device());
+    for (const char* modes : {"none", "pull", "mirror", "mirror+direct-scan", "staged-returns+direct-scan"}) {
+      CAPTURE(modes);
+      const int mode = codegen::parse_ep_mode(modes).value_or(0);
+      Ranks ranks(config, w, R, runtime::k_default_rank_timeout, mode);
+      REQUIRE(ranks.layers[0]->plan(1).ep.mode == mode);
+      std::uint64_t case_seed = seed + 1000 * mode;
+      for (const int B : {1, 8})
+        for (const int routing : {0, 4, 5}) {
+          CAPTURE(B);
+          CAPTURE(routing);
+          const oracle::RandomInputs in = ep_inputs(p, R, B, routing, ++case_seed);
+          check_forward(ranks, single, ctx.get(), s1, p, w, in, B, routing == 0 && B == 8 ? 20 : 0);
+        }
     }
     MOEJIT_CU(cuCtxSetCurrent, ctx.get());
     single.release_stream(s1);
@@ -171,30 +221,35 @@ TEST_CASE("expert parallelism: a rank whose roles never launch is reported by th
   const std::uint64_t seed = gpu_test::seed() ^ 0xDEADull;
   const oracle::RandomWeights w = oracle::random_weights(p, seed);
   const std::chrono::milliseconds timeout{300};
-  Ranks ranks(config, w, 2, timeout);
-  const int B = 8;
-  const oracle::RandomInputs in = oracle::random_inputs(p, 2 * B, oracle::RoutingKind::uniform, seed);
-  MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(0));
-  DeviceInputs mine(p, B);
-  mine.upload(in, ranks.parts.stream(0));
-  MOEJIT_CU(cuMemsetD8Async, mine.y.ptr(), 0xFF, mine.y.bytes(), ranks.parts.stream(0));  // poison
-  ranks.layers[0]->launches(mine.args(B, ranks.ws[0].ptr()), ranks.parts.stream(0));      // compiles, launches nothing
-  MOEJIT_CU(cuStreamSynchronize, ranks.parts.stream(0));
-  // Rank 1 never runs: rank 0's compute gives up on rank 1's dispatch, its finalize on rank 1's compute.
-  const auto t0 = std::chrono::steady_clock::now();
-  ranks.forward(0, mine, B);
-  const auto error = runtime::rank_wait_error(ranks.ws[0].ptr(), ranks.parts.stream(0));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  REQUIRE(error.has_value());
-  MESSAGE(*error << " (after " << seconds << " s)");
-  CHECK(error->find("rank 0: rank 1 did not dispatch") != std::string::npos);
-  CHECK(error->find("`dispatched`") != std::string::npos);
-  // Rank 0 told rank 1, so that it would not take this forward for a good one either.
-  const auto told = runtime::rank_wait_error(ranks.ws[1].ptr(), ranks.parts.stream(1));
-  REQUIRE(told.has_value());
-  MESSAGE(*told);
-  CHECK(told->find("rank 1: rank 0 gave up on the forward") != std::string::npos);
-  // The compute role's wait, then the finalize role's (which gives up at once: the error is set): within
-  // about one timeout, far from a hang.
-  CHECK(seconds < 4 * timeout.count() / 1000.0 + 1.0);
+  // Whoever waits on the peers (the pulling dispatch as planned, every compute CTA, or the scanning one).
+  for (const char* modes : {"planned", "none", "mirror+direct-scan"}) {
+    CAPTURE(modes);
+    const std::optional<int> mode = codegen::parse_ep_mode(modes);
+    Ranks ranks(config, w, 2, timeout, mode);
+    const int B = 8;
+    const oracle::RandomInputs in = oracle::random_inputs(p, 2 * B, oracle::RoutingKind::uniform, seed);
+    MOEJIT_CU(cuCtxSetCurrent, ranks.parts.context(0));
+    DeviceInputs mine(p, B);
+    mine.upload(in, ranks.parts.stream(0));
+    MOEJIT_CU(cuMemsetD8Async, mine.y.ptr(), 0xFF, mine.y.bytes(), ranks.parts.stream(0));  // poison
+    ranks.layers[0]->launches(mine.args(B, ranks.ws[0].ptr()), ranks.parts.stream(0));  // compiles, launches nothing
+    MOEJIT_CU(cuStreamSynchronize, ranks.parts.stream(0));
+    // Rank 1 never runs: rank 0 gives up on rank 1's dispatch, its finalize on rank 1's compute.
+    const auto t0 = std::chrono::steady_clock::now();
+    ranks.forward(0, mine, B);
+    const auto error = runtime::rank_wait_error(ranks.ws[0].ptr(), ranks.parts.stream(0));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    REQUIRE(error.has_value());
+    MESSAGE(std::string(modes) << ": " << *error << " (after " << seconds << " s)");
+    CHECK(error->find("rank 0: rank 1 did not dispatch") != std::string::npos);
+    CHECK(error->find("`dispatched`") != std::string::npos);
+    // Rank 0 told rank 1, so that it would not take this forward for a good one either.
+    const auto told = runtime::rank_wait_error(ranks.ws[1].ptr(), ranks.parts.stream(1));
+    REQUIRE(told.has_value());
+    MESSAGE(*told);
+    CHECK(told->find("rank 1: rank 0 gave up on the forward") != std::string::npos);
+    // The first wait, then the later ones (which give up at once: the error is set; a wait behind another one
+    // has twice the timeout): within about one timeout, far from a hang.
+    CHECK(seconds < 4 * timeout.count() / 1000.0 + 1.0);
+  }
 }

@@ -54,6 +54,8 @@ TEST_CASE("api: options map onto the codegen and layer options; a bad path is re
   o.tile_n = 16;
   o.stages = 4;
   o.ctas_per_sm = 2;
+  o.ep_mode = "mirror+direct-scan";
+  o.dispatch_sms = 8;
   o.device = 1;
   o.check_routes_on_host = true;
   o.pdl = true;
@@ -64,6 +66,8 @@ TEST_CASE("api: options map onto the codegen and layer options; a bad path is re
   CHECK(l.codegen.tile_n == 16);
   CHECK(l.codegen.stages == 4);
   CHECK(l.codegen.ctas_per_sm == 2);
+  CHECK(l.codegen.ep_mode == (contract::kEpMirror | contract::kEpDirectScan));
+  CHECK(l.codegen.dispatch_sms == 8);
   CHECK(l.device == 1);
   CHECK(l.check_routes_on_host);
   CHECK(l.pdl);
@@ -77,6 +81,15 @@ TEST_CASE("api: options map onto the codegen and layer options; a bad path is re
     CHECK(std::string(e.what()).find("'turbo'") != std::string::npos);
   }
   o.path = "exact";
+  o.ep_mode = "relay";
+  try {
+    (void)api::codegen_options(o);
+    FAIL("ep_mode = relay was accepted");
+  } catch (const Error& e) {
+    CHECK(e.field() == "ep_mode");
+    CHECK(std::string(e.what()).find("ep_mode = 'relay' is invalid") != std::string::npos);
+  }
+  o.ep_mode.clear();
   o.tile_n = 12;
   CHECK_THROWS_AS(api::guarded([&] { return api::codegen_options(o); }), Error);
 }
@@ -105,6 +118,15 @@ TEST_CASE("api: the public plan is the launch plan, field by field") {
   CHECK(q.path == codegen::path_name(*p.options.path));
   CHECK(q.tile_n == p.tile_n);
   CHECK(q.stages == p.stages);
+  CHECK(q.ep_mode == "none");
+  const codegen::MoeLaunchPlan ep = codegen::plan_launch(codegen::MoeConfig{[] {
+                                                           codegen::MoeConfig c = codegen::builtin_model("glm5.2");
+                                                           c.ranks = 4;
+                                                           return c;
+                                                         }()},
+                                                         8, codegen::builtin_profile("h200"), {});
+  CHECK(api::to_public(ep).ep_mode == "pull+staged-returns");
+  CHECK(api::to_public(ep).dispatch_sms == ep.ep.dispatch_sms);
   for (auto [pub, lib] : {std::pair{q.dispatch, p.dispatch}, {q.compute, p.compute}, {q.finalize, p.finalize}}) {
     CHECK(pub.launched == lib.launched);
     CHECK(pub.grid == lib.grid);

@@ -3,7 +3,10 @@
 // (The protocol itself runs in tests/gpu/test_ep_gpu.cpp.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -175,4 +178,162 @@ TEST_CASE("expert parallelism: a rank workspace's set-up is checked before it to
   CHECK(header_error(0x10000, 0, 33) == "ranks | ranks = 33 is outside the allowed range [2, 32]");
   CHECK(header_error(0x10000, -1, 2) == "rank | rank = -1 is outside the allowed range [0, 1]");
   CHECK(header_error(0x10080, 0, 2) == "ws | ws = 0x10080 is invalid: must be a non-null 256-byte aligned workspace");
+}
+
+namespace {
+codegen::MoeLaunchPlan plan_of(const char* model, int ranks, int batch, codegen::MoeCodegenOptions o = {},
+                               int token_capacity = 256) {
+  codegen::MoeConfig c = with_ranks(codegen::builtin_model(model), ranks);
+  c.token_capacity = token_capacity;
+  return codegen::plan_launch(c, batch, codegen::builtin_profile("h200"), o);
+}
+bool noted(const codegen::MoeLaunchPlan& p, const std::string& text) {
+  return std::any_of(p.notes.begin(), p.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(std::string n, const char* value) : name(std::move(n)) { setenv(name.c_str(), value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+}  // namespace
+
+TEST_CASE("expert parallelism: the planner's Table 2 decisions for R > 1 (pull or mirror, staged returns, scan)") {
+  using namespace contract;
+  // k >= R (GLM5.2's k = 8 at R = 2, 4, 8; DSV4.1-Flash's k = 6 at R = 2, 4): the pull, returns staged.
+  for (const auto& [model, ranks] : std::vector<std::pair<const char*, int>>{
+           {"glm5.2", 2}, {"glm5.2", 4}, {"glm5.2", 8}, {"dsv4.1-flash", 2}, {"dsv4.1-flash", 4}}) {
+    CAPTURE(model);
+    CAPTURE(ranks);
+    for (const int B : {1, 2, 8, 256}) {
+      CAPTURE(B);
+      const codegen::MoeLaunchPlan p = plan_of(model, ranks, B);
+      CHECK(p.ep.mode == (kEpPull | kEpStagedReturns));  // no direct scan: the compute role waits on the pull
+      CHECK(p.ep.dispatch_sms == 0);
+      CHECK(noted(p, "EP pull: yes"));
+    }
+  }
+  // k < R (DSV4.1-Flash at R = 8, Table 2's second row): mirrored metadata, the direct path, the scan at B <= 2.
+  CHECK(plan_of("dsv4.1-flash", 8, 1).ep.mode == (kEpMirror | kEpDirectScan));
+  CHECK(plan_of("dsv4.1-flash", 8, 2).ep.mode == (kEpMirror | kEpDirectScan));
+  CHECK(plan_of("dsv4.1-flash", 8, 3).ep.mode == kEpMirror);
+  CHECK(noted(plan_of("dsv4.1-flash", 8, 8), "EP staged returns: no, with mirrored metadata"));
+  // The relay arena past its budget (R Bcap k 2H = 8 x 512 x 8 x 12 KiB = 384 MiB): returns go direct.
+  const codegen::MoeLaunchPlan big = plan_of("glm5.2", 8, 8, {}, 512);
+  CHECK(big.ep.mode == kEpPull);
+  CHECK(noted(big, "exceeds 256 MiB"));
+  // One rank: none of it.
+  CHECK(plan_of("glm5.2", 1, 1).ep == codegen::EpPlan{});
+  // The plan's bits are what every role is specialized on, and what the workspace is laid out for.
+  for (const codegen::MoeLaunchPlan& p : {plan_of("glm5.2", 4, 8), plan_of("dsv4.1-flash", 8, 1)}) {
+    const codegen::MoeConfig c = with_ranks(codegen::builtin_model(p.model), p.model == "glm5.2" ? 4 : 8);
+    for (const codegen::KernelSpec& s : codegen::moe_role_specs(c, p)) CHECK(constant(s, "kEp") == p.ep.mode);
+    const WorkspaceLayout l = contract::workspace_layout(codegen::workspace_dims(c, p.contract_path, p.ep.mode));
+    const bool pull = p.ep.has(kEpPull), mirror = p.ep.has(kEpMirror), staged = p.ep.has(kEpStagedReturns);
+    CHECK((l.ep_ids > l.ep_tokens) == (pull || mirror));
+    CHECK((l.ep_rows > l.ep_scales) == mirror);
+    CHECK((l.ep_relay - l.ep_rows) == (pull ? c.ranks * (l.handoff - l.x_q) : 0));
+    CHECK((l.partial_flag - l.ep_relay) ==
+          (staged ? 2LL * c.ranks * c.token_capacity * c.top_k * codegen::padded_hidden(c) : 0));
+  }
+}
+
+TEST_CASE("expert parallelism: EP overrides are checked, and MOEJIT_DISPATCH_SMS splits the SMs") {
+  using namespace contract;
+  auto error_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const codegen::ConfigError& e) {
+      return e.field() + ": " + e.what();
+    }
+    return "no error";
+  };
+  codegen::MoeCodegenOptions o;
+  o.ep_mode = kEpMirror | kEpPull;
+  CHECK(error_of([&] { plan_of("glm5.2", 2, 8, o); })
+            .find("ep_mode: ep_mode = 3 (mirror+pull) is invalid: mirror "
+                  "and pull are alternatives") == 0);
+  o.ep_mode = kEpPull | kEpDirectScan;
+  CHECK(error_of([&] { plan_of("glm5.2", 2, 8, o); }).find("ep_mode: ep_mode = 10 (pull+direct-scan) is invalid") == 0);
+  o.ep_mode = kEpStagedReturns;
+  CHECK(error_of([&] { plan_of("glm5.2", 1, 8, o); })
+            .find("ep_mode: ep_mode = 4 (staged-returns) is invalid with "
+                  "ranks R = 1") == 0);
+  o.ep_mode = 16;
+  CHECK(error_of([&] { plan_of("glm5.2", 2, 8, o); })
+            .find("ep_mode: ep_mode = 16 is outside the allowed range "
+                  "[0, 15]") == 0);
+  o.ep_mode = kEpMirror | kEpDirectScan;  // a valid override is taken as it is
+  CHECK(plan_of("glm5.2", 2, 64, o).ep.mode == (kEpMirror | kEpDirectScan));
+  CHECK(codegen::parse_ep_mode("mirror+direct-scan") == (kEpMirror | kEpDirectScan));
+  CHECK(codegen::parse_ep_mode("none") == 0);
+  CHECK_FALSE(codegen::parse_ep_mode("pull+pull"));
+  CHECK_FALSE(codegen::parse_ep_mode("pull+"));
+  CHECK_FALSE(codegen::parse_ep_mode("relay"));
+
+  // The split: compute CTAs on the SMs the dispatch role does not get, the dispatch role's on those.
+  const codegen::MoeLaunchPlan shared = plan_of("glm5.2", 4, 256);
+  {
+    const ScopedEnv env("MOEJIT_DISPATCH_SMS", "12");
+    const codegen::MoeLaunchPlan split = plan_of("glm5.2", 4, 256);
+    CHECK(split.ep.dispatch_sms == 12);
+    CHECK(split.compute.grid == split.compute.blocks_per_sm * (132 - 12));
+    CHECK(shared.compute.grid == shared.compute.blocks_per_sm * 132);
+    CHECK(split.dispatch.grid == 2 * 12);
+    CHECK(noted(split, "dispatch SMs: 12 of 132 kept out of the compute grid (MOEJIT_DISPATCH_SMS)"));
+    // The compute kernel is another one (its grid is a constant of it).
+    const codegen::MoeConfig c = with_ranks(codegen::builtin_model("glm5.2"), 4);
+    CHECK(constant(codegen::moe_compute_spec(c, split), "kGrid") == split.compute.grid);
+    // The option wins over the environment; one rank ignores the environment.
+    codegen::MoeCodegenOptions six;
+    six.dispatch_sms = 6;
+    CHECK(plan_of("glm5.2", 4, 256, six).ep.dispatch_sms == 6);
+    CHECK(plan_of("glm5.2", 1, 256).ep.dispatch_sms == 0);
+    CHECK(noted(plan_of("glm5.2", 1, 256), "MOEJIT_DISPATCH_SMS is ignored with one rank"));
+    six.dispatch_sms = 132;
+    CHECK(error_of([&] { plan_of("glm5.2", 4, 8, six); })
+              .find("dispatch_sms: dispatch_sms = 132 is outside the "
+                    "allowed range [0, 131]") == 0);
+  }
+  {
+    const ScopedEnv env("MOEJIT_DISPATCH_SMS", "lots");
+    CHECK(error_of([&] { plan_of("glm5.2", 4, 8); })
+              .find("MOEJIT_DISPATCH_SMS: MOEJIT_DISPATCH_SMS = 'lots' is "
+                    "invalid: must be an integer in [0, 131]") == 0);
+  }
+}
+
+// Each bit toggles the kernels it should and no other: the PTX of every role with and without it, from a plan
+// whose other bits are off (DSV4.1-Flash at R = 4).
+TEST_CASE("expert parallelism: each EP mode bit changes the emitted kernels of the roles it belongs to") {
+  using namespace contract;
+  const codegen::MoeConfig c = with_ranks(codegen::builtin_model("dsv4.1-flash"), 4);
+  auto ptx_of = [&](int mode) {
+    codegen::MoeCodegenOptions o;
+    o.ep_mode = mode;
+    const codegen::MoeLaunchPlan p = codegen::plan_launch(c, 8, codegen::builtin_profile("h200"), o);
+    std::vector<std::string> out;
+    // The code, not the names and data: a template's mangled names carry its constants, kEp among them, and so
+    // do the debug sections' bytes, the comments and the (unread) globals NVRTC emits for static constexpr members.
+    static const std::regex mangled("_Z[A-Za-z0-9_]+"),
+        names(R"(^\s*(\.b8|//|\.loc|\.file|\.global).*$)", std::regex::multiline);
+    for (const codegen::KernelSpec& s : codegen::moe_role_specs(c, p))
+      out.push_back(std::regex_replace(std::regex_replace(jit::build_kernel(s).ptx, mangled, "_Z"), names, ""));
+    return out;  // dispatch, compute, finalize
+  };
+  const std::vector<std::string> base = ptx_of(0);
+  REQUIRE(base.size() == 3);
+  struct Toggle {
+    int bit;
+    bool dispatch, compute, finalize;
+  };
+  for (const Toggle t : {Toggle{kEpMirror, true, true, false}, Toggle{kEpPull, true, true, false},
+                         Toggle{kEpStagedReturns, false, true, true}, Toggle{kEpDirectScan, false, true, false}}) {
+    CAPTURE(codegen::ep_mode_names(t.bit));
+    const std::vector<std::string> on = ptx_of(t.bit);
+    CHECK((on[0] != base[0]) == t.dispatch);
+    CHECK((on[1] != base[1]) == t.compute);
+    CHECK((on[2] != base[2]) == t.finalize);
+  }
 }
