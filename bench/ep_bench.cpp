@@ -48,6 +48,7 @@ struct RankSet {
   DeviceBuffer base_ids, base_w;    // all tokens, ids local to the rank (other ranks' routes weighted 0)
   int touched = 0;                  // the rank's experts this set reaches
   double pulled = 0, returned = 0;  // EP: routes of other ranks' tokens it computes, of its tokens others compute
+  double pulled_tokens = 0;         // EP: other ranks' tokens with a route to it (what the pull reads)
 };
 
 struct Step {
@@ -155,13 +156,14 @@ int main(int argc, char** argv) {
             s.xs = upload(slice(in.xq.scales, H / 32));
             s.ids = upload(slice(in.routing.ids, k));
             s.w = upload(slice(in.routing.weights, k));
-            std::set<int> mine;
+            std::set<int> mine, tokens;
             for (std::size_t i = 0; i < in.routing.ids.size(); ++i) {
               const int owner = in.routing.ids[i] / per_rank, from = int(i / k) / B;
               if (owner == r) mine.insert(in.routing.ids[i] - r * per_rank);
-              if (owner == r && from != r) s.pulled += 1;
+              if (owner == r && from != r) s.pulled += 1, tokens.insert(int(i / k));
               if (from == r && owner != r) s.returned += 1;
             }
+            s.pulled_tokens = double(tokens.size());
             s.touched = int(mine.size());
             const int filler = mine.empty() ? 0 : *mine.begin();
             std::vector<std::int32_t> ids(in.routing.ids.size());
@@ -178,10 +180,15 @@ int main(int argc, char** argv) {
           }
         }
         // Bytes between ranks, per rank: EP reads an x row (its MXFP8 split rows and scale words) per route of
-        // another rank's token it computes and returns a BF16 row per such route; the baseline copies in the other
-        // R - 1 ranks' x rows (MXFP8 and scales) and copies out their partial y rows.
+        // another rank's token it computes, or with the pull (contract::kEpPull) once per such token, and returns a
+        // BF16 row per such route; the baseline copies in the other R - 1 ranks' x rows (MXFP8 and scales) and
+        // copies out their partial y rows.
+        const bool pull = ep[0]->plan(B).ep.has(contract::kEpPull);
         for (int si = 0; si < kSets; ++si)
-          for (int r = 0; r < R; ++r) ep_bytes += sets[si][r].pulled * (2.0 * H + H / 32 + 2.0 * H) / (kSets * R);
+          for (int r = 0; r < R; ++r) {
+            const RankSet& s = sets[si][r];
+            ep_bytes += ((pull ? s.pulled_tokens : s.pulled) * (2.0 * H + H / 32) + s.pulled * 2.0 * H) / (kSets * R);
+          }
         const double base_bytes = double(R - 1) * B * (H + H / 32 + 2.0 * H);
 
         std::vector<DeviceBuffer> y, x_all, xs_all, y_part, recv;

@@ -52,13 +52,14 @@ struct Ranks {
   std::vector<std::unique_ptr<runtime::MoeLayer>> layers;
   std::vector<DeviceBuffer> ws;
   Ranks(const codegen::MoeConfig& global, const oracle::RandomWeights& w, int ranks, std::chrono::milliseconds timeout,
-        std::optional<int> ep_mode = std::nullopt)
+        std::optional<int> ep_mode = std::nullopt, std::optional<codegen::ComputePath> path = std::nullopt)
       : parts(0, ranks) {
     codegen::MoeConfig c = global;
     c.ranks = ranks;
     runtime::MoeLayerOptions o;
     o.sm_count = parts.shape().sms_per_part;
     o.codegen.ep_mode = ep_mode;
+    o.codegen.path = path;
     for (int r = 0; r < ranks; ++r) {
       MOEJIT_CU(cuCtxSetCurrent, parts.context(r));
       layers.push_back(std::make_unique<runtime::MoeLayer>(c, runtime::expert_shard(w.device(), global, r, ranks), o));
@@ -83,7 +84,6 @@ struct Ranks {
 
 // The operator's four routings, then a rank that receives nothing (no route reaches the last rank's experts),
 // then tokens whose k experts all live on another rank (rank 0's on the last rank's experts).
-constexpr int k_ep_routings = 6;
 oracle::RandomInputs ep_inputs(const reference::MoeProblem& p, int R, int B, int routing, std::uint64_t seed) {
   const oracle::RoutingKind kind = routing < 4 ? oracle::k_all_routings[routing] : oracle::RoutingKind::uniform;
   oracle::RandomInputs in = oracle::random_inputs(p, R * B, kind, seed);
@@ -146,72 +146,86 @@ void check_forward(Ranks& ranks, runtime::MoeLayer& single, CUcontext ctx, CUstr
   }
   CHECK(again == got);
 }
-}  // namespace
-
-TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of the R = 1 layer") {
+// The cases of one model: for each R and each mode ("planned", or forced), R ranks against the R = 1 layer at
+// every B and routing; `replays` more forwards of the uniform routing at B = 8 must give the same bits.
+struct Sweep {
+  const char* model;
+  std::optional<codegen::ComputePath> path;
+  std::vector<int> ranks, batches, routings;
+  std::vector<const char*> modes;
+  int replays;
+  std::uint64_t salt;
+};
+void run_sweep(const Sweep& sw) {
+  CAPTURE(sw.model);
   runtime::ScopedContext ctx(0);
   CUstream s1 = nullptr;
   MOEJIT_CU(cuStreamCreate, &s1, CU_STREAM_NON_BLOCKING);
-  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
-    CAPTURE(model);
-    const codegen::MoeConfig config = codegen::builtin_model(model);
-    const reference::MoeProblem p = oracle::problem_of(config);
-    const std::uint64_t seed = gpu_test::seed() ^ 0xE9ull;
-    const oracle::RandomWeights w = oracle::random_weights(p, seed);
-    runtime::MoeLayer single(config, w.device());
-    for (const int R : {2, 4}) {
-      Ranks ranks(config, w, R, runtime::k_default_rank_timeout);
-      MESSAGE("R = " << R << ": " << ranks.parts.shape().sms_per_part << " SMs per rank, EP modes "
-                     << codegen::ep_mode_names(ranks.layers[0]->plan(8).ep.mode) << " (planned)");
-      std::uint64_t case_seed = seed + 100 * R;
-      for (const int B : {1, 8, 64})
-        for (int routing = 0; routing < k_ep_routings; ++routing) {
-          CAPTURE(R);
-          CAPTURE(B);
-          CAPTURE(routing);
-          const oracle::RandomInputs in = ep_inputs(p, R, B, routing, ++case_seed);
-          // 100 replays of one case: the same bits every time, and no wait gave up.
-          check_forward(ranks, single, ctx.get(), s1, p, w, in, B, routing == 0 && B == 8 ? 100 : 0);
-        }
-    }
+  const codegen::MoeConfig config = codegen::builtin_model(sw.model);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const std::uint64_t seed = gpu_test::seed() ^ sw.salt;
+  const oracle::RandomWeights w = oracle::random_weights(p, seed);
+  runtime::MoeLayerOptions one;
+  one.codegen.path = sw.path;
+  {
+    runtime::MoeLayer single(config, w.device(), one);
+    for (const int R : sw.ranks)
+      for (const char* modes : sw.modes) {
+        CAPTURE(R);
+        CAPTURE(modes);
+        const std::optional<int> mode = codegen::parse_ep_mode(modes);  // "planned": none given
+        Ranks ranks(config, w, R, runtime::k_default_rank_timeout, mode, sw.path);
+        const codegen::MoeLaunchPlan plan = ranks.layers[0]->plan(8);
+        REQUIRE(plan.atom == single.plan(8).atom);
+        if (mode) REQUIRE(plan.ep.mode == *mode);
+        MESSAGE(sw.model << " R = " << R << ": " << ranks.parts.shape().sms_per_part << " SMs per rank, EP modes "
+                         << codegen::ep_mode_names(plan.ep.mode) << (mode ? "" : " (planned)"));
+        std::uint64_t case_seed = seed + 100 * R + 10000 * mode.value_or(16);
+        for (const int B : sw.batches)
+          for (const int routing : sw.routings) {
+            CAPTURE(B);
+            CAPTURE(routing);
+            const oracle::RandomInputs in = ep_inputs(p, R, B, routing, ++case_seed);
+            check_forward(ranks, single, ctx.get(), s1, p, w, in, B, routing == 0 && B == 8 ? sw.replays : 0);
+          }
+      }
     MOEJIT_CU(cuCtxSetCurrent, ctx.get());
     single.release_stream(s1);
   }
   MOEJIT_CU(cuStreamDestroy, s1);
 }
+}  // namespace
+
+TEST_CASE("expert parallelism: R = 2 and 4 ranks on SM partitions give the y of the R = 1 layer") {
+  for (const char* model : {"glm5.2", "dsv4.1-flash"})
+    run_sweep({model, std::nullopt, {2, 4}, {1, 8, 64}, {0, 1, 2, 3, 4, 5}, {"planned"}, 100, 0xE9});
+}
 
 // Each EpMode bit the planner may choose, forced (the plan above takes pull + staged returns for these
 // models at R = 2 and 4): the y of the R = 1 layer, whatever the route metadata, rows and returns travel by.
 TEST_CASE("expert parallelism: every EP mode gives the y of the R = 1 layer") {
-  runtime::ScopedContext ctx(0);
-  CUstream s1 = nullptr;
-  MOEJIT_CU(cuStreamCreate, &s1, CU_STREAM_NON_BLOCKING);
-  const int R = 2;
-  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
-    CAPTURE(model);
-    const codegen::MoeConfig config = codegen::builtin_model(model);
-    const reference::MoeProblem p = oracle::problem_of(config);
-    const std::uint64_t seed = gpu_test::seed() ^ 0xE7ull;
-    const oracle::RandomWeights w = oracle::random_weights(p, seed);
-    runtime::MoeLayer single(config, w.device());
-    for (const char* modes : {"none", "pull", "mirror", "mirror+direct-scan", "staged-returns+direct-scan"}) {
-      CAPTURE(modes);
-      const int mode = codegen::parse_ep_mode(modes).value_or(0);
-      Ranks ranks(config, w, R, runtime::k_default_rank_timeout, mode);
-      REQUIRE(ranks.layers[0]->plan(1).ep.mode == mode);
-      std::uint64_t case_seed = seed + 1000 * mode;
-      for (const int B : {1, 8})
-        for (const int routing : {0, 4, 5}) {
-          CAPTURE(B);
-          CAPTURE(routing);
-          const oracle::RandomInputs in = ep_inputs(p, R, B, routing, ++case_seed);
-          check_forward(ranks, single, ctx.get(), s1, p, w, in, B, routing == 0 && B == 8 ? 20 : 0);
-        }
-    }
-    MOEJIT_CU(cuCtxSetCurrent, ctx.get());
-    single.release_stream(s1);
-  }
-  MOEJIT_CU(cuStreamDestroy, s1);
+  for (const char* model : {"glm5.2", "dsv4.1-flash"})
+    run_sweep({model,
+               std::nullopt,
+               {2},
+               {1, 8},
+               {0, 4, 5},
+               {"none", "pull", "mirror", "mirror+direct-scan", "staged-returns+direct-scan"},
+               20,
+               0xE7});
+}
+
+// The exact path's GEMM1 rows are the BF16 image (x_bf16), which the pull copies instead of the MXFP8 rows and
+// scale words, and whose scales the mirror does not push.
+TEST_CASE("expert parallelism: the exact path across ranks, pulled and mirrored") {
+  run_sweep({"glm5.2",
+             codegen::ComputePath::exact,
+             {2},
+             {1, 8},
+             {0, 5},
+             {"pull+staged-returns", "mirror+direct-scan"},
+             20,
+             0xE8});
 }
 
 TEST_CASE("expert parallelism: a rank whose roles never launch is reported by the others within the timeout") {
