@@ -178,8 +178,11 @@ void run_sweep(const Sweep& sw) {
         const codegen::MoeLaunchPlan plan = ranks.layers[0]->plan(8);
         REQUIRE(plan.atom == single.plan(8).atom);
         if (mode) REQUIRE(plan.ep.mode == *mode);
-        MESSAGE(sw.model << " R = " << R << ": " << ranks.parts.shape().sms_per_part << " SMs per rank, EP modes "
-                         << codegen::ep_mode_names(plan.ep.mode) << (mode ? "" : " (planned)"));
+        // (doctest streams a leading const char* as a pointer: strings only)
+        const std::string line = std::string(sw.model) + " R = " + std::to_string(R) + ": " +
+                                 std::to_string(ranks.parts.shape().sms_per_part) + " SMs per rank, EP modes " +
+                                 codegen::ep_mode_names(plan.ep.mode) + (mode ? "" : " (planned)");
+        MESSAGE(line);
         std::uint64_t case_seed = seed + 100 * R + 10000 * mode.value_or(16);
         for (const int B : sw.batches)
           for (const int routing : sw.routings) {
