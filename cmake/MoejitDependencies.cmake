@@ -37,8 +37,13 @@ target_link_libraries(moejit_llvm INTERFACE LLVMSupport)
 add_library(moejit_llvm_filecheck INTERFACE)
 target_link_libraries(moejit_llvm_filecheck INTERFACE moejit_llvm LLVMFileCheck)
 
-# --- fmt (header-only: Debian ships no static libfmt, and the GPU machine has no libfmt.so).
+# --- fmt, from its headers, without libfmt.so (Debian ships no static libfmt, and the GPU machine has no
+# libfmt.so). Header-only mode would compile fmt's implementation into every translation unit that formats,
+# most of a build's time here; instead one translation unit of ours compiles it (fmt_once.cpp) and every
+# other one sees declarations only.
 find_package(fmt 9 REQUIRED CONFIG)
+add_library(moejit_fmt STATIC ${CMAKE_CURRENT_LIST_DIR}/fmt_once.cpp)
+target_include_directories(moejit_fmt SYSTEM PUBLIC $<TARGET_PROPERTY:fmt::fmt,INTERFACE_INCLUDE_DIRECTORIES>)
 # --- nlohmann/json, doctest.
 find_package(nlohmann_json 3.11 REQUIRED CONFIG)
 find_package(doctest 2.4 REQUIRED CONFIG)

@@ -30,7 +30,10 @@ constexpr ModeName k_mode_names[] = {{contract::kEpMirror, "mirror"},
 std::string mode_names(int mode) {
   std::string out;
   for (const ModeName& m : k_mode_names)
-    if (mode & m.bit) out += (out.empty() ? "" : "+") + std::string(m.name);
+    if (mode & m.bit) {
+      if (!out.empty()) out += '+';
+      out += m.name;
+    }
   return out.empty() ? "none" : out;
 }
 
