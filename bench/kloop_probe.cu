@@ -1,0 +1,212 @@
+// How fast the fast path's consumers can eat weights when nothing else
+// limits them: the compute role's own K-loops (AtomSm90Fp8::mainloop for
+// GEMM2, mainloop_split for GEMM1, from templates/), on a stage ring whose
+// stages are always full (one producer lane only cycles the full/empty
+// barriers; the data was written once), G consumer warpgroups of T 64-row
+// tiles each, one CTA per SM on every SM. The question it answers: does the
+// layer's issue-bound K-loop go faster with more consumer warps per SM, at
+// the registers each configuration leaves a thread?
+//
+//   built as build/release/bench/moejit_kloop_probe (bench/CMakeLists.txt), or by hand:
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I templates -o kloop_probe bench/kloop_probe.cu
+//   ./kloop_probe [i]   # the table, or its row i alone: loop, N, G, T, registers
+//                       # -> weights/clk/SM and the packed-weight GB/s
+//
+// GB/s counts the bytes the layer would stream for those weights (4352 per
+// 64 x 128 step: E2M1 codes and UE8M0 scales), so it reads directly against
+// the copy bandwidth (~4.2 TB/s on the H200): a loop below it cannot reach
+// the floor whatever the schedule does.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "moe_atom_sm90_fp8.cuh"
+
+#define CHECK(x)                                                                      \
+  do {                                                                                \
+    cudaError_t e = (x);                                                              \
+    if (e != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+using namespace moejit;
+
+constexpr int kStages = 4;
+
+__device__ __forceinline__ u32 mix(u32 x) {
+  x ^= x >> 16, x *= 0x7feb352dU, x ^= x >> 15, x *= 0x846ca68bU, x ^= x >> 16;
+  return x;
+}
+
+template <int G, int T, int N>
+struct ProbeLayout {
+  using Ring = StageRing<contract::kPathSm90Fp8, G * T, N, kStages>;
+  static constexpr int kX = 0;  // 1024-aligned: the 128B swizzle's atom
+  static constexpr int kW = kX + kStages * Ring::kXStageBytes;
+  static constexpr int kXs = kW + kStages * Ring::kWBytes;
+  static constexpr int kBars = (kXs + kStages * N * contract::kScaleRecordBytes + 7) / 8 * 8;
+  static constexpr int kBytes = kBars + 3 * kStages * 8 + 1024;  // + alignment slack
+};
+
+// kRegs = 0: one producer warp, and every thread gets what the launch leaves
+// (a scheduler's 16384 registers over its warps: 168 for today's 10 warps,
+// 128 for 13, 96 for 17 or 20). kRegs > 0: the producer is a whole warpgroup that
+// gives its registers back (setmaxnreg.dec to 24) and the consumers take
+// kRegs (setmaxnreg.inc): how a CTA of three or four consumer warpgroups
+// would keep the K-loop's registers.
+template <int G, int kRegs>
+constexpr int probe_threads() {
+  return G * 128 + (kRegs ? 128 : 32);
+}
+
+template <int G, int T, int N, bool kSplit, int kRegs>
+__global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps, float* sink) {
+  using L = ProbeLayout<G, T, N>;
+  using Ring = typename L::Ring;
+  using Atom = AtomSm90Fp8<false>;
+  extern __shared__ u8 raw[];
+  u8* smem = reinterpret_cast<u8*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  Ring ring{};
+  ring.x = smem + L::kX;
+  ring.w = smem + L::kW;
+  ring.xs = reinterpret_cast<u32*>(smem + L::kXs);
+  ring.full_w = reinterpret_cast<u64*>(smem + L::kBars);
+  ring.full_x = ring.full_w + kStages;
+  ring.empty = ring.full_x + kStages;
+  // Weights: random codes, scale codes 118..125; x: random E4M3 bytes but
+  // NaN; x scale records: 2^-3..2^3 as FP32.
+  for (int i = threadIdx.x; i < kStages * Ring::kWBytes / 4; i += blockDim.x) {
+    const int in_step = (i * 4) % contract::kWeightStepBytes;
+    const u32 h = mix(i * 2654435761u + blockIdx.x);
+    reinterpret_cast<u32*>(ring.w)[i] = in_step < contract::kWeightPayloadBytes ? h : 0x76767676u + (h & 0x07070707u);
+  }
+  for (int i = threadIdx.x; i < kStages * Ring::kXStageBytes / 4; i += blockDim.x)
+    reinterpret_cast<u32*>(ring.x)[i] = mix(i + 77) & 0x77777777u;
+  for (int i = threadIdx.x; i < kStages * N * 4; i += blockDim.x)
+    reinterpret_cast<float*>(ring.xs)[i] = __int_as_float((124 + int(mix(i) % 7u)) << 23);
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&ring.full_w[s], 1);
+      mbar_init(&ring.full_x[s], 1);
+      mbar_init(&ring.empty[s], G * contract::kConsumerWarps);
+    }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  __syncthreads();
+  StageCursor<kStages> cur;
+  if (threadIdx.x >= G * 128) {  // the producer: every step's stage, once the consumers released it
+    if constexpr (kRegs > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    if (threadIdx.x != G * 128) return;
+    for (int k = 0; k < steps; ++k) {
+      mbar_wait(&ring.empty[cur.stage], cur.phase ^ 1u);
+      mbar_arrive(&ring.full_w[cur.stage]);
+      mbar_arrive(&ring.full_x[cur.stage]);
+      cur.advance();
+    }
+    return;
+  }
+  if constexpr (kRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
+  float acc[T][N / 2];
+#pragma unroll
+  for (int u = 0; u < T; ++u)
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) acc[u][i] = 0.0f;
+  if constexpr (kSplit)
+    Atom::template mainloop_split<N, T>(acc, ring, cur, steps);
+  else
+    Atom::template mainloop<N, T>(acc, ring, cur, steps);
+  float sum = 0.0f;
+#pragma unroll
+  for (int u = 0; u < T; ++u)
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) sum += acc[u][i];
+  if (sum == 1.2345f) sink[blockIdx.x * blockDim.x + threadIdx.x] = sum;  // keeps the loop live
+}
+
+struct Row {
+  const char* loop;
+  int n, g, t, regs;
+  double weights_per_clk_sm, gbps;
+  int spill_bytes;
+};
+
+template <int G, int T, int N, bool kSplit, int kRegs>
+Row run(int sms, double clock_ghz, float* sink) {
+  using L = ProbeLayout<G, T, N>;
+  auto kernel = probe<G, T, N, kSplit, kRegs>;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
+  cudaFuncAttributes attr{};
+  CHECK(cudaFuncGetAttributes(&attr, kernel));
+  const int steps = 1024;
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int rep = 0; rep < 7; ++rep) {
+    CHECK(cudaEventRecord(a));
+    kernel<<<sms, probe_threads<G, kRegs>(), L::kBytes>>>(steps, sink);
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    CHECK(cudaGetLastError());
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    if (rep > 0) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double sec = ms[ms.size() / 2] * 1e-3;
+  const double weights = double(sms) * steps * G * T * 64 * 128;
+  const double bytes = double(sms) * steps * G * T * contract::kWeightStepBytes;
+  return {kSplit ? "gemm1-split" : "gemm2",
+          N,
+          G,
+          T,
+          kRegs ? kRegs : attr.numRegs,
+          weights / (sec * clock_ghz * 1e9) / sms,
+          bytes / sec * 1e-9,
+          int(attr.localSizeBytes)};
+}
+
+static void print(const Row& r) {
+  std::printf("%-12s %3d %2d %2d %5d %6d %18.2f %10.0f\n", r.loop, r.n, r.g, r.t, r.regs, r.spill_bytes,
+              r.weights_per_clk_sm, r.gbps);
+  std::fflush(stdout);
+}
+
+int main(int argc, char** argv) {
+  const int only = argc > 1 ? std::atoi(argv[1]) : -1;  // one configuration (its row number), or all
+  int dev = 0, sms = 0, khz = 0;
+  CHECK(cudaGetDevice(&dev));
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
+  const double ghz = khz * 1e-6;
+  float* sink = nullptr;
+  CHECK(cudaMalloc(&sink, 1 << 20));
+  std::printf("# %d SMs, %.2f GHz (attribute); weights/clk/SM at that clock; GB/s of packed weights\n", sms, ghz);
+  std::printf("%-12s %3s %2s %2s %5s %6s %18s %10s\n", "loop", "N", "G", "T", "regs", "spill", "weights/clk/SM",
+              "GB/s");
+  // Today's CTA: 2 consumer warpgroups of 2 tiles (168 registers). Then three
+  // and four warpgroups, at what the launch leaves them (0) and with the
+  // producer warpgroup's registers moved to the consumers.
+  if (only < 0 || only == 0) print(run<2, 2, 8, false, 0>(sms, ghz, sink));
+  if (only < 0 || only == 1) print(run<1, 2, 8, false, 0>(sms, ghz, sink));
+  if (only < 0 || only == 2) print(run<3, 2, 8, false, 0>(sms, ghz, sink));
+  if (only < 0 || only == 3) print(run<3, 2, 8, false, 160>(sms, ghz, sink));
+  if (only < 0 || only == 4) print(run<4, 1, 8, false, 112>(sms, ghz, sink));
+  if (only < 0 || only == 5) print(run<4, 2, 8, false, 112>(sms, ghz, sink));
+  if (only < 0 || only == 6) print(run<2, 2, 16, false, 0>(sms, ghz, sink));
+  if (only < 0 || only == 7) print(run<3, 2, 16, false, 160>(sms, ghz, sink));
+  if (only < 0 || only == 8) print(run<4, 1, 16, false, 112>(sms, ghz, sink));
+  if (only < 0 || only == 9) print(run<2, 2, 8, true, 0>(sms, ghz, sink));
+  if (only < 0 || only == 10) print(run<3, 2, 8, true, 160>(sms, ghz, sink));
+  if (only < 0 || only == 11) print(run<4, 1, 8, true, 112>(sms, ghz, sink));
+  if (only < 0 || only == 12) print(run<2, 2, 16, true, 0>(sms, ghz, sink));
+  if (only < 0 || only == 13) print(run<3, 2, 16, true, 160>(sms, ghz, sink));
+  if (only < 0 || only == 14) print(run<4, 1, 16, true, 112>(sms, ghz, sink));
+
+  return 0;
+}
