@@ -37,21 +37,36 @@
 
 using namespace moejit;
 
-constexpr int kStages = 4;
-
 __device__ __forceinline__ u32 mix(u32 x) {
   x ^= x >> 16, x *= 0x7feb352dU, x ^= x >> 15, x *= 0x846ca68bU, x ^= x >> 16;
   return x;
 }
 
-template <int G, int T, int N>
+// kInterleaved: each stage holds T tiles and warpgroup g consumes the stages
+// k = g mod G (K-interleaved warpgroups, each summing its own partials);
+// otherwise each stage holds G * T tiles and every warpgroup reads its T of
+// every stage (today's CTA).
+template <int G, int T, int N, bool kInterleaved>
 struct ProbeLayout {
-  using Ring = StageRing<contract::kPathSm90Fp8, G * T, N, kStages>;
+  static constexpr int kStages = kInterleaved ? 3 * G : 4;
+  using Ring = StageRing<contract::kPathSm90Fp8, kInterleaved ? T : G * T, N, kStages>;
   static constexpr int kX = 0;  // 1024-aligned: the 128B swizzle's atom
   static constexpr int kW = kX + kStages * Ring::kXStageBytes;
   static constexpr int kXs = kW + kStages * Ring::kWBytes;
   static constexpr int kBars = (kXs + kStages * N * contract::kScaleRecordBytes + 7) / 8 * 8;
   static constexpr int kBytes = kBars + 3 * kStages * 8 + 1024;  // + alignment slack
+};
+
+// A warpgroup's place in the ring when it takes every G-th stage.
+template <int kStages, int G>
+struct StridedCursor {
+  static_assert(kStages % G == 0, "each warpgroup's stages recur with one parity");
+  int stage;
+  u32 phase = 0;
+  __device__ void advance() {
+    stage += G;
+    if (stage >= kStages) stage -= kStages, phase ^= 1u;
+  }
 };
 
 // kRegs = 0: one producer warp, and every thread gets what the launch leaves
@@ -65,10 +80,11 @@ constexpr int probe_threads() {
   return G * 128 + (kRegs ? 128 : 32);
 }
 
-template <int G, int T, int N, bool kSplit, int kRegs>
+template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved>
 __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps, float* sink) {
-  using L = ProbeLayout<G, T, N>;
+  using L = ProbeLayout<G, T, N, kInterleaved>;
   using Ring = typename L::Ring;
+  constexpr int kStages = L::kStages;
   using Atom = AtomSm90Fp8<false>;
   extern __shared__ u8 raw[];
   u8* smem = reinterpret_cast<u8*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
@@ -94,7 +110,7 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&ring.full_w[s], 1);
       mbar_init(&ring.full_x[s], 1);
-      mbar_init(&ring.empty[s], G * contract::kConsumerWarps);
+      mbar_init(&ring.empty[s], (kInterleaved ? 1 : G) * contract::kConsumerWarps);
     }
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   __syncthreads();
@@ -116,10 +132,21 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
   for (int u = 0; u < T; ++u)
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) acc[u][i] = 0.0f;
-  if constexpr (kSplit)
+  if constexpr (kInterleaved) {
+    // The atom reads tiles g*T.. of a stage for warpgroup g: this view puts that at the stage's tile 0.
+    const int g = threadIdx.x / 128;
+    Ring mine = ring;
+    mine.w = ring.w - g * T * contract::kWeightStepBytes;
+    StridedCursor<kStages, G> strided{g};
+    if constexpr (kSplit)
+      Atom::template mainloop_split<N, T>(acc, mine, strided, steps / G);
+    else
+      Atom::template mainloop<N, T>(acc, mine, strided, steps / G);
+  } else if constexpr (kSplit) {
     Atom::template mainloop_split<N, T>(acc, ring, cur, steps);
-  else
+  } else {
     Atom::template mainloop<N, T>(acc, ring, cur, steps);
+  }
   float sum = 0.0f;
 #pragma unroll
   for (int u = 0; u < T; ++u)
@@ -135,14 +162,14 @@ struct Row {
   int spill_bytes;
 };
 
-template <int G, int T, int N, bool kSplit, int kRegs>
+template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved = false>
 Row run(int sms, double clock_ghz, float* sink) {
-  using L = ProbeLayout<G, T, N>;
-  auto kernel = probe<G, T, N, kSplit, kRegs>;
+  using L = ProbeLayout<G, T, N, kInterleaved>;
+  auto kernel = probe<G, T, N, kSplit, kRegs, kInterleaved>;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
   cudaFuncAttributes attr{};
   CHECK(cudaFuncGetAttributes(&attr, kernel));
-  const int steps = 1024;
+  const int steps = 1024 / G * G;  // a stage for every warpgroup in turn (kInterleaved)
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
@@ -159,8 +186,9 @@ Row run(int sms, double clock_ghz, float* sink) {
   }
   std::sort(ms.begin(), ms.end());
   const double sec = ms[ms.size() / 2] * 1e-3;
-  const double weights = double(sms) * steps * G * T * 64 * 128;
-  const double bytes = double(sms) * steps * G * T * contract::kWeightStepBytes;
+  const int tiles = kInterleaved ? T : G * T;  // per stage
+  const double weights = double(sms) * steps * tiles * 64 * 128;
+  const double bytes = double(sms) * steps * tiles * contract::kWeightStepBytes;
   return {kSplit ? "gemm1-split" : "gemm2",
           N,
           G,
@@ -207,6 +235,13 @@ int main(int argc, char** argv) {
   if (only < 0 || only == 12) print(run<2, 2, 16, true, 0>(sms, ghz, sink));
   if (only < 0 || only == 13) print(run<3, 2, 16, true, 160>(sms, ghz, sink));
   if (only < 0 || only == 14) print(run<4, 1, 16, true, 112>(sms, ghz, sink));
+  // K-interleaved warpgroups (each stage one pair of tiles, warpgroup g on stages g, g + G, ...).
+  if (only < 0 || only == 15) print(run<2, 2, 8, false, 0, true>(sms, ghz, sink));
+  if (only < 0 || only == 16) print(run<3, 2, 8, false, 160, true>(sms, ghz, sink));
+  if (only < 0 || only == 17) print(run<3, 2, 16, false, 160, true>(sms, ghz, sink));
+  if (only < 0 || only == 18) print(run<2, 2, 8, true, 0, true>(sms, ghz, sink));
+  if (only < 0 || only == 19) print(run<3, 2, 8, true, 160, true>(sms, ghz, sink));
+  if (only < 0 || only == 20) print(run<3, 2, 16, true, 160, true>(sms, ghz, sink));
 
   return 0;
 }
