@@ -24,16 +24,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "cuda_check.cuh"
 #include "moe_atom_sm90_fp8.cuh"
-
-#define CHECK(x)                                                                      \
-  do {                                                                                \
-    cudaError_t e = (x);                                                              \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
 
 using namespace moejit;
 

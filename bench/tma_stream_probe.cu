@@ -25,14 +25,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                      \
-  do {                                                                                \
-    cudaError_t e = (x);                                                              \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "cuda_check.cuh"
 
 constexpr int kPairBytes = 8704, kStepBytes = 2 * kPairBytes, kStepsPerItem = 48;
 constexpr long long kItemBytes = (long long)kStepsPerItem * kStepBytes;
