@@ -72,7 +72,7 @@ constexpr int probe_threads() {
   return G * 128 + (kRegs ? 128 : 32);
 }
 
-template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved>
+template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved, int kJ>
 __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps, float* sink) {
   using L = ProbeLayout<G, T, N, kInterleaved>;
   using Ring = typename L::Ring;
@@ -134,10 +134,8 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
       Atom::template mainloop_split<N, T>(acc, mine, strided, steps / G);
     else
       Atom::template mainloop<N, T>(acc, mine, strided, steps / G);
-  } else if constexpr (kSplit) {
-    Atom::template mainloop_split<N, T>(acc, ring, cur, steps);
   } else {
-    Atom::template mainloop<N, T>(acc, ring, cur, steps);
+    Atom::template kloop<N, T, kSplit, kJ>(acc, ring, cur, steps);
   }
   float sum = 0.0f;
 #pragma unroll
@@ -149,15 +147,16 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
 
 struct Row {
   const char* loop;
-  int n, g, t, regs;
+  int k32_per_wait, n, g, t, regs;
   double weights_per_clk_sm, gbps;
   int spill_bytes;
 };
 
-template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved = false>
+template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved = false,
+          int kJ = AtomSm90Fp8<false>::k32_per_wait<N, T, kSplit>()>
 Row run(int sms, double clock_ghz, float* sink) {
   using L = ProbeLayout<G, T, N, kInterleaved>;
-  auto kernel = probe<G, T, N, kSplit, kRegs, kInterleaved>;
+  auto kernel = probe<G, T, N, kSplit, kRegs, kInterleaved, kJ>;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
   cudaFuncAttributes attr{};
   CHECK(cudaFuncGetAttributes(&attr, kernel));
@@ -182,6 +181,7 @@ Row run(int sms, double clock_ghz, float* sink) {
   const double weights = double(sms) * steps * tiles * 64 * 128;
   const double bytes = double(sms) * steps * tiles * contract::kWeightStepBytes;
   return {kSplit ? "gemm1-split" : "gemm2",
+          kJ,
           N,
           G,
           T,
@@ -192,8 +192,8 @@ Row run(int sms, double clock_ghz, float* sink) {
 }
 
 static void print(const Row& r) {
-  std::printf("%-12s %3d %2d %2d %5d %6d %18.2f %10.0f\n", r.loop, r.n, r.g, r.t, r.regs, r.spill_bytes,
-              r.weights_per_clk_sm, r.gbps);
+  std::printf("%-12s %2d %3d %2d %2d %5d %6d %18.2f %10.0f\n", r.loop, r.k32_per_wait, r.n, r.g, r.t, r.regs,
+              r.spill_bytes, r.weights_per_clk_sm, r.gbps);
   std::fflush(stdout);
 }
 
@@ -207,8 +207,8 @@ int main(int argc, char** argv) {
   float* sink = nullptr;
   CHECK(cudaMalloc(&sink, 1 << 20));
   std::printf("# %d SMs, %.2f GHz (attribute); weights/clk/SM at that clock; GB/s of packed weights\n", sms, ghz);
-  std::printf("%-12s %3s %2s %2s %5s %6s %18s %10s\n", "loop", "N", "G", "T", "regs", "spill", "weights/clk/SM",
-              "GB/s");
+  std::printf("%-12s %2s %3s %2s %2s %5s %6s %18s %10s\n", "loop", "kJ", "N", "G", "T", "regs", "spill",
+              "weights/clk/SM", "GB/s");
   // Today's CTA: 2 consumer warpgroups of 2 tiles (168 registers). Then three
   // and four warpgroups, at what the launch leaves them (0) and with the
   // producer warpgroup's registers moved to the consumers.
@@ -234,6 +234,15 @@ int main(int argc, char** argv) {
   if (only < 0 || only == 18) print(run<2, 2, 8, true, 0, true>(sms, ghz, sink));
   if (only < 0 || only == 19) print(run<3, 2, 8, true, 160, true>(sms, ghz, sink));
   if (only < 0 || only == 20) print(run<3, 2, 16, true, 160, true>(sms, ghz, sink));
+  // Three warpgroups at the 128 registers the layer's CTA has (no setmaxnreg through nvJitLink), by how many
+  // K32 blocks a step issues between waits (kJ: the layer's k32_per_wait, then the others).
+  if (only < 0 || only == 21) print(run<3, 2, 16, false, 0>(sms, ghz, sink));
+  if (only < 0 || only == 22) print(run<3, 2, 16, false, 0, false, 4>(sms, ghz, sink));
+  if (only < 0 || only == 23) print(run<3, 2, 8, true, 0>(sms, ghz, sink));
+  if (only < 0 || only == 24) print(run<3, 2, 8, true, 0, false, 4>(sms, ghz, sink));
+  if (only < 0 || only == 25) print(run<3, 2, 16, true, 0>(sms, ghz, sink));
+  if (only < 0 || only == 26) print(run<3, 2, 16, true, 0, false, 2>(sms, ghz, sink));
+  if (only < 0 || only == 27) print(run<3, 2, 8, false, 0, false, 4>(sms, ghz, sink));
 
   return 0;
 }

@@ -21,9 +21,11 @@ std::optional<ComputePath> parse_path(std::string_view text) {
 const std::vector<AtomTraits>& all_atoms() {
   using namespace contract;
   static const std::vector<AtomTraits> atoms = {
-      // One CTA of two consumer warpgroups per SM, each on two 64-row tiles: a 256-row item shares each
-      // activation stage, and one scale decode and barrier round serve twice the weights. Ten warps leave
-      // 168 registers a thread (three warps on some SM sub-partition's 16K registers).
+      // One CTA of three consumer warpgroups per SM, each on two 64-row tiles: a 384-row item shares each
+      // activation stage, and one scale decode and barrier round serve six tiles' weights. Twelve consumer
+      // warps hide the K-loop's latency that eight left exposed (its loops alone: +11-29% over two
+      // warpgroups, bench/results/2026-12-03-h200-kloop-probe.md). Fourteen warps leave 128 registers a
+      // thread (four warps on some SM sub-partition's 16K registers).
       // At B <= 4 a 5-stage ring runs 1-2.5 points of the floor faster than the 10 stages that fit, and
       // from B = 8 up depth 4-10 measure the same (H200, bench/results/2026-12-02/s4-stages-sweep.log).
       {Arch::sm_90a,
@@ -35,8 +37,8 @@ const std::vector<AtomTraits>& all_atoms() {
        {"wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", "cp.async.mbarrier.arrive"},
        kLayoutSm90Fp8,
        max_weight_scale_code(kPathSm90Fp8),
-       2,
-       4,
+       3,
+       6,
        1,
        16,
        {4, 5}},

@@ -36,8 +36,9 @@ int register_cap_for(int regs_per_sm, int threads, int ctas) {
 }  // namespace
 
 int padded_hidden(const MoeConfig& config) {
-  // A padded H goes to 256, so that W2's H / 64 row tiles split into items of 4 (the fast atom's: 2 per
-  // warpgroup); at 128 gpt-oss's 2880 -> 2944 is 46 tiles and leaves 1 tile per warpgroup.
+  // A padded H goes to 256, which made W2's H / 64 row tiles split into items of 4 when every item had to be
+  // whole; items of 6 with a shorter last one would run 128 as well (gpt-oss's 2880 -> 2944: 7 items and one of
+  // 4), 4% fewer W2 bytes, not measured yet.
   return static_cast<int>(config.hidden % 128 == 0 ? config.hidden : contract::align_up(config.hidden, 256));
 }
 int padded_intermediate(const MoeConfig& config) {
@@ -113,14 +114,35 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                                                 "= ceil({} x {} / {}) = {}, at most the atom's {}",
                                                 batch, config.top_k, E, p.rows_per_expert, atom->max_tile_n)));
   p.groups = atom->groups;
-  // Items cover `tiles` 64-row tiles; both projections' M extents (2I and H rows) must split into them.
   p.tiles = atom->tiles;
+  if (config.ranks > 1 && p.groups > 2) {
+    // Expert parallelism's compute role holds its route spans beside the loops: at the 128 registers of three
+    // consumer warpgroups they spill (tests/unit/test_ep.cpp), at the 168 of two they do not.
+    p.tiles = p.tiles / p.groups * 2;
+    p.groups = 2;
+    note(fmt::format("expert parallelism: {} consumer warpgroups, not the atom's {} (its route spans' registers)",
+                     p.groups, atom->groups));
+  }
+  // Items cover `tiles` 64-row tiles; a token tile's last item of a projection (2I or H rows) holds the rest,
+  // which must be whole warpgroups' tiles in pairs (one weight box each) and, for an atom whose steps all cost
+  // the same, all of an item (its schedule splits step counts).
   const int H = padded_hidden(config), I = padded_intermediate(config);
   if (H != config.hidden || I != config.intermediate)
     note(fmt::format("H = {}, I = {} run as {} and {}: the kernels step 128 wide over zero padding", config.hidden,
                      config.intermediate, H, I));
-  while (p.tiles > p.groups && ((2 * I / 64) % p.tiles || (H / 64) % p.tiles)) p.tiles /= 2;
-  note(fmt::format("items of {} rows: {} tiles of 64 over {} consumer warpgroup(s)", 64 * p.tiles, p.tiles, p.groups));
+  auto rest = [&p](int rows) { return (rows / 64 - 1) % p.tiles + 1; };
+  auto rest_runs = [&](int rows) {
+    const int r = rest(rows);
+    return r == p.tiles || (contract::path_cost_weighted(p.contract_path) && r % (p.tiles / p.groups) == 0 &&
+                            (p.tiles == 1 || r % 2 == 0));
+  };
+  while (p.tiles > p.groups && !(rest_runs(2 * I) && rest_runs(H))) p.tiles /= 2;
+  const int rest1 = rest(2 * I), rest2 = rest(H);
+  note(fmt::format("items of {} rows: {} tiles of 64 over {} consumer warpgroup(s){}", 64 * p.tiles, p.tiles, p.groups,
+                   rest1 == p.tiles && rest2 == p.tiles
+                       ? std::string()
+                       : fmt::format("; a token tile's last item has {} (GEMM1, {} rows) and {} (GEMM2, {} rows)",
+                                     rest1, 2 * I, rest2, H)));
   if (config.shared_expert)
     note(
         fmt::format("fused shared expert: expert {} of the packed weights, reached by all {} tokens with weight 1; its "

@@ -270,25 +270,54 @@ struct AtomSm90Fp8 {
     return u32(n * 128 + ((c ^ (n & 7)) << 4));
   }
 
+  // The K32 blocks a step issues between two waits: two, and one for GEMM1's
+  // 2N-column split rows on 16-column tiles, whose partial sums of two blocks
+  // would not fit the 128 registers a consumer has beside three warpgroups
+  // (contract::compute_threads). With twelve consumer warps, waiting twice a
+  // step runs faster than once even where the whole step fits (GEMM2, N = 8:
+  // 5.47 against 5.26 TB/s of weights; bench/results/2026-12-03-h200-three-warpgroups.md).
+  template <int N, int T, bool kSplit>
+  __host__ __device__ static constexpr int k32_per_wait() {
+    return kSplit && N * T > 16 ? 1 : 2;
+  }
+
   // Runs `steps` K128 steps of one segment with N token columns on T 64-row
-  // tiles of the warpgroup. Per step: the T * 4 K32 wgmmas are issued
-  // back-to-back, the next step's weights and scale words are read while they
-  // run, then the warpgroup waits for them and scales the partial sums in.
-  // (ptxas keeps wgmma asynchronous only when no accumulator of an in-flight
-  // group is read and no wgmma wait sits on a branch: so the scaling follows
-  // a full wait, and the other consumer warpgroup's MMAs fill that gap.)
+  // tiles of the warpgroup. Per step, in groups of k32_per_wait K32 blocks:
+  // the group's T * kJ wgmmas are issued back-to-back, then the warpgroup
+  // waits for them and scales the partial sums in; the next step's weights
+  // and scale words are read while the last group runs. (ptxas keeps wgmma
+  // asynchronous only when no accumulator of an in-flight group is read and
+  // no wgmma wait sits on a branch: so the scaling follows a full wait, and
+  // the other consumer warpgroups' MMAs fill that gap.)
   template <int N, int T, class Ring, class Cursor>
   __device__ static void mainloop(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
+    kloop<N, T, false>(acc, ring, cur, steps);
+  }
+  // mainloop for GEMM1 on split rows (contract::path_split_rows): each K32
+  // block is one wgmma of 2N columns on the weight fragment, the segment's
+  // large rows then its small rows (staged N rows apart:
+  // contract::x_stage_bytes), so the two partial sums of a column stay
+  // separate until they are added in FP32 before the scale.
+  template <int N, int T, class Ring, class Cursor>
+  __device__ static void mainloop_split(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
+    kloop<N, T, true>(acc, ring, cur, steps);
+  }
+
+  // The loop of both, kJ K32 blocks a wait (k32_per_wait; another kJ for bench/kloop_probe.cu).
+  template <int N, int T, bool kSplit, int kJ = k32_per_wait<N, T, kSplit>(), class Ring, class Cursor>
+  __device__ static void kloop(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
+    static_assert(kJ == 1 || kJ == 2 || kJ == 4, "a step's four K32 blocks in equal groups");
+    constexpr int kW = kSplit ? 2 * N : N;  // the wgmma's width
     steps = warp_uniform(steps);
     const int lane = threadIdx.x % 32;
-    float part[T][4][N / 2];
+    float part[T][kJ][kW / 2];
     StepOperands<N, T, Ring::kDecoded, kSubnormalScales> op;
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < kJ; ++j)
 #pragma unroll
-        for (int i = 0; i < N / 2; ++i) part[u][j][i] = 0.0f;
+        for (int i = 0; i < kW / 2; ++i) part[u][j][i] = 0.0f;
     // The descriptors of stage s differ from stage 0's in the start address only.
     const u32 desc0 = sw128_desc_lo(smem_addr(ring.x_tile(0)));
     int s = next_stage(ring, cur, true);
@@ -301,89 +330,67 @@ struct AtomSm90Fp8 {
 #pragma unroll
       for (int u = 0; u < T; ++u) fence_operands(a[u]);
       const u32 desc = desc0 + u32(s * (Ring::kXStageBytes >> 4));
-      wgmma_fence();
-#pragma unroll
-      for (int u = 0; u < T; ++u)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) Wgmma<N>::issue(part[u][j], a[u][j], desc + 2 * j);
-      wgmma_commit();
       StepScales<N, T, Ring::kDecoded, kSubnormalScales> now;  // decoded: read after the MMAs' wait (StepOperands)
       if constexpr (!Ring::kDecoded) now = op.scales;
       const int s_now = s;
-      // Only the wait is conditional: registers that feed a wgmma must not be
-      // written on a branch. Wide tiles read the next step after the wait
-      // instead: its words would not fit beside the partial sums.
+      // Wide tiles read the next step after the last wait instead: its words would not fit beside the partial sums.
       constexpr bool kPrefetch = N * T <= 16;
-      s = next_stage(ring, cur, k + 1 < steps);
-      if constexpr (kPrefetch) op.load(ring, s);
-      wgmma_wait<0>();
 #pragma unroll
-      for (int u = 0; u < T; ++u)
+      for (int h = 0; h < 4 / kJ; ++h) {
+        wgmma_fence();
 #pragma unroll
-        for (int j = 0; j < 4; ++j) fence_operands(part[u][j]);
-      if constexpr (Ring::kDecoded) now.load(ring, s_now);
-      release_stage(ring, s_now, lane);
-      if constexpr (!kPrefetch) op.load(ring, s);
+        for (int u = 0; u < T; ++u)
 #pragma unroll
-      for (int u = 0; u < T; ++u) {
-        promote<N, 0>(acc[u], part[u][0], now, u);
-        promote<N, 1>(acc[u], part[u][1], now, u);
-        promote<N, 2>(acc[u], part[u][2], now, u);
-        promote<N, 3>(acc[u], part[u][3], now, u);
+          for (int j = 0; j < kJ; ++j) Wgmma<kW>::issue(part[u][j], a[u][h * kJ + j], desc + 2 * (h * kJ + j));
+        wgmma_commit();
+        const bool last = h == 4 / kJ - 1;
+        // Only the wait is conditional: registers that feed a wgmma must not be written on a branch.
+        if (last) s = next_stage(ring, cur, k + 1 < steps);
+        if (kPrefetch && last) op.load(ring, s);
+        wgmma_wait<0>();
+#pragma unroll
+        for (int u = 0; u < T; ++u)
+#pragma unroll
+          for (int j = 0; j < kJ; ++j) fence_operands(part[u][j]);
+        if constexpr (Ring::kDecoded)
+          if (h == 0) now.load(ring, s_now);  // the stage is held until its release below
+        if (last) {
+          release_stage(ring, s_now, lane);
+          if (!kPrefetch) op.load(ring, s);
+        }
+        scale_group<N, T, kSplit, kJ>(acc, part, now, h);
       }
     }
   }
 
-  // mainloop for GEMM1 on split rows (contract::path_split_rows): each K32
-  // block is one wgmma of 2N columns on the weight fragment, the segment's
-  // large rows then its small rows (staged N rows apart:
-  // contract::x_stage_bytes), so the two partial sums of a column stay
-  // separate until they are added in FP32 before the scale. A step runs as two
-  // halves of two K32 blocks (issue, wait, scale in), so the 2N-column
-  // partials take the registers of mainloop's N-column ones.
-  template <int N, int T, class Ring, class Cursor>
-  __device__ static void mainloop_split(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
-    steps = warp_uniform(steps);
-    const int lane = threadIdx.x % 32;
-    float part[T][2][N];  // [tile][K32 block of the half][large columns' N/2, then small columns' N/2]
-    StepOperands<N, T, Ring::kDecoded, kSubnormalScales> op;
+ private:
+  // acc += the group's partial sums (GEMM1 split rows: a lane's 2N-column sum holds its large columns' N/2
+  // values, then the small columns', added in FP32 first; the wgmma D fragment: value i is column
+  // 8 (i / 4) + 2t + i % 2) times their K32 blocks' scales.
+  template <int N, int T, bool kSplit, int kJ, class Scales>
+  __device__ static void scale_group(float (&acc)[T][N / 2], float (&part)[T][kJ][kSplit ? N : N / 2],
+                                     const Scales& now, int h) {
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
-      for (int j = 0; j < 2; ++j)
+      for (int j = 0; j < kJ; ++j) {
+        float sum[N / 2];
 #pragma unroll
-        for (int i = 0; i < N; ++i) part[u][j][i] = 0.0f;
-    const u32 desc0 = sw128_desc_lo(smem_addr(ring.x_tile(0)));
-    int s = next_stage(ring, cur, true);
-    op.load(ring, s);
-    for (int k = 0; k < steps; ++k) {
-      u32 a[T][4][4];
-      expand(op.words, a);
-      fence_proxy_async_shared();
-#pragma unroll
-      for (int u = 0; u < T; ++u) fence_operands(a[u]);
-      const u32 desc = desc0 + u32(s * (Ring::kXStageBytes >> 4));
-      StepScales<N, T, Ring::kDecoded, kSubnormalScales> now;  // decoded: read after the MMAs' wait (StepOperands)
-      if constexpr (!Ring::kDecoded) now = op.scales;
-      const int s_now = s;
-
-      issue_split_half<N, T, 0>(part, a, desc);
-      wgmma_wait<0>();
-      if constexpr (Ring::kDecoded) now.load(ring, s_now);  // the stage is held until its release below
-      scale_split_half<N, T, 0>(acc, part, now);
-
-      issue_split_half<N, T, 1>(part, a, desc);
-      constexpr bool kPrefetch = N * T <= 16;  // as in mainloop
-      s = next_stage(ring, cur, k + 1 < steps);
-      if constexpr (kPrefetch) op.load(ring, s);
-      wgmma_wait<0>();
-      release_stage(ring, s_now, lane);
-      if constexpr (!kPrefetch) op.load(ring, s);
-      scale_split_half<N, T, 1>(acc, part, now);
-    }
+        for (int i = 0; i < N / 2; ++i) {
+          if constexpr (kSplit)
+            sum[i] = part[u][j][i] + part[u][j][N / 2 + i];
+          else
+            sum[i] = part[u][j][i];
+        }
+        switch (h * kJ + j) {
+          case 0: promote<N, 0>(acc[u], sum, now, u); break;
+          case 1: promote<N, 1>(acc[u], sum, now, u); break;
+          case 2: promote<N, 2>(acc[u], sum, now, u); break;
+          default: promote<N, 3>(acc[u], sum, now, u); break;
+        }
+      }
   }
 
- private:
   // The E4M3 placement of a step's weight words (rows g and g+8 of K32 blocks 0..3).
   template <int T>
   __device__ static void expand(const u32 (&words)[T][8], u32 (&a)[T][4][4]) {
@@ -397,37 +404,6 @@ struct AtomSm90Fp8 {
         a[u][j][2] = ((lo << 2) & 0x8C8C8C8Cu) | ((lo >> 2) & 0x10101010u);
         a[u][j][3] = ((hi << 2) & 0x8C8C8C8Cu) | ((hi >> 2) & 0x10101010u);
       }
-  }
-
-  // K32 blocks 2H and 2H + 1 of the step, on the large and the small rows at once.
-  template <int N, int T, int H>
-  __device__ static void issue_split_half(float (&part)[T][2][N], const u32 (&a)[T][4][4], u32 desc) {
-    wgmma_fence();
-#pragma unroll
-    for (int u = 0; u < T; ++u)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) Wgmma<2 * N>::issue(part[u][j], a[u][2 * H + j], desc + 2 * (2 * H + j));
-    wgmma_commit();
-  }
-
-  // A lane's accumulator of 2N columns holds its large columns' N/2 values, then the small columns' (the wgmma
-  // D fragment: value i is column 8 (i / 4) + 2t + i % 2).
-  template <int N, int T, int H, class Scales>
-  __device__ static void scale_split_half(float (&acc)[T][N / 2], float (&part)[T][2][N], const Scales& now) {
-    float sum[T][2][N / 2];
-#pragma unroll
-    for (int u = 0; u < T; ++u)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        fence_operands(part[u][j]);
-#pragma unroll
-        for (int i = 0; i < N / 2; ++i) sum[u][j][i] = part[u][j][i] + part[u][j][N / 2 + i];
-      }
-#pragma unroll
-    for (int u = 0; u < T; ++u) {
-      promote<N, 2 * H>(acc[u], sum[u][0], now, u);
-      promote<N, 2 * H + 1>(acc[u], sum[u][1], now, u);
-    }
   }
 
   __device__ static void store_pow2s(float* dst, u32 word) {

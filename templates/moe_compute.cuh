@@ -8,7 +8,9 @@
 // derived by every CTA from topk_ids, and every CTA streams the same number
 // of weight bytes. Warps:
 //   consumers: kGroups warpgroups, each the MMA atom's mainloop and the
-//        epilogues of kTiles / kGroups 64-row weight tiles of the item;
+//        epilogues of kTiles / kGroups 64-row weight tiles of the item (a
+//        token tile's last item may be shorter: warpgroups past its tiles
+//        only pass its stages on);
 //   then the weight producer warp: per K128 step, TMA boxes of the item's
 //        tiles (payloads + scale words), never waiting on anything but a free stage;
 //   and the activation producer warp: the token rows of the item (gathered by route,
@@ -104,6 +106,12 @@ struct ComputeRole {
   using Ring = StageRing<kPath, kTiles, kTileN, kStages, kDecoded != 0>;
   using Walker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileN, kGrid, Atom, kSmem.shares>;
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
+  static_assert(Walker::template costs_fit_32_bits<(kRanks * kCapacity + kTileN - 1) / kTileN>(),
+                "the schedule's cost into one expert fits 32 bits");
+  static_assert(Shape::rest(0) % kT == 0 && Shape::rest(1) % kT == 0 && Shape::rest(0) % 2 == 0 &&
+                        Shape::rest(1) % 2 == 0 ||
+                    kTiles == 1,
+                "a short item holds whole warpgroups' tiles, in pairs (one weight box each)");
   static_assert(contract::compute_smem_valid(kPath, kGroups, kTiles, kTileN, kStages, kSlots), "compute SMEM layout");
   static_assert(kSlots < 4096, "the routing prologue packs active indices in 12 bits");
   static_assert(kShared == 0 || kShared == 1, "one fused shared expert at most");
@@ -158,8 +166,8 @@ struct ComputeRole {
     float* partials;
   };
 
-  // Named barriers: 1 and 2 for each group's epilogue, 3 for all consumers (0 is __syncthreads).
-  static constexpr int kGroupBarrier = 1, kAllConsumersBarrier = 3;
+  // Named barriers: 1 + g for group g's epilogue, then one for all consumers (0 is __syncthreads).
+  static constexpr int kGroupBarrier = 1, kAllConsumersBarrier = kGroupBarrier + contract::kMaxGroups;
 
   __device__ static Workspace workspace(u8* ws) {
     return {reinterpret_cast<contract::MoeHeader*>(ws + kWs.header),
@@ -201,11 +209,13 @@ struct ComputeRole {
         if (p.trace && steps0 + steps1 == 0) trace(p, contract::kTraceWeightFirst, globaltimer());
         if (p.trace && sg.phase == 1 && steps1 == 0) trace(p, contract::kTraceWeightPhase1, globaltimer());
         (sg.phase ? steps1 : steps0) += 1;
-        mbar_expect_tx(&ring.full_w[cur.stage], Ring::kWBytes);
-        // The item's kTiles 64-row tiles: one box per adjacent pair (contract::weight_box_rows).
+        const int tiles = Shape::tiles(sg.phase, sg.mt);
+        mbar_expect_tx(&ring.full_w[cur.stage], tiles * contract::kWeightStepBytes);
+        // The item's 64-row tiles: one box per adjacent pair (contract::weight_box_rows).
         constexpr int kBoxes = kTiles >= 2 ? kTiles / 2 : 1, kBoxTiles = kTiles >= 2 ? 2 : 1;
 #pragma unroll
         for (int b = 0; b < kBoxes; ++b) {
+          if (b * kBoxTiles >= tiles) break;
           const long long row = contract::weight_step_offset(sg.expert, sg.mt * kTiles + kBoxTiles * b, kb, n_rows, k) /
                                 contract::kWeightMapRowBytes;
           tma_load_2d_hint(ring.w + cur.stage * Ring::kWBytes + b * kBoxTiles * contract::kWeightStepBytes, map,
@@ -440,7 +450,11 @@ struct ComputeRole {
     for (int u = 0; u < kT; ++u)
 #pragma unroll
       for (int i = 0; i < N / 2; ++i) acc[u][i] = 0.0f;
-    if constexpr (kSplitRows) {
+    // A warpgroup past the tiles of a short item: its stages, its part in the item's barriers, nothing else.
+    const bool idle = warp_uniform(threadIdx.x / 128) * kT >= Shape::tiles(sg.phase, sg.mt);
+    if (idle) {
+      pass_stages(ring, cur, sg.k1 - sg.k0, lane);
+    } else if constexpr (kSplitRows) {
       if (sg.phase == 0)
         Atom::template mainloop_split<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
       else
@@ -454,22 +468,23 @@ struct ComputeRole {
     constexpr int kSlotFloats = int(contract::partial_slot_floats());
     if (sg.k0 > 0) {
       // A later piece of an item: leave the partial sums for its owner.
-      float* mine = ws.partials + u64(slot + blockIdx.x) * kSlotFloats + threadIdx.x * (contract::kMaxTileN / 2);
+      float* mine = ws.partials + u64(slot + cta_index()) * kSlotFloats + threadIdx.x * (contract::kMaxTileN / 2);
+      if (!idle)
 #pragma unroll
-      for (int u = 0; u < kT; ++u)
+        for (int u = 0; u < kT; ++u)
 #pragma unroll
-        for (int i = 0; i < N / 2; ++i) mine[u * (N / 2) + i] = acc[u][i];
+          for (int i = 0; i < N / 2; ++i) mine[u * (N / 2) + i] = acc[u][i];
       __threadfence();
       named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
-      if (threadIdx.x == 0) st_release_gpu(ws.flags + slot + blockIdx.x, tag);
+      if (threadIdx.x == 0) st_release_gpu(ws.flags + slot + cta_index(), tag);
       trace_segment_done(p, sg.phase);
       return;
     }
     if (sg.k1 < kbs) {
       // The owner of an item cut by its share: add the later pieces in step
       // order, from the CTAs that ran them first thing in their shares.
-      const long long item_end = (sg.item + 1) * kbs;
-      for (int b = blockIdx.x + 1; b < kGrid; ++b) {
+      const long long item_end = walker.step + (kbs - sg.k1);  // the walker stands at step item * kbs + k1
+      for (int b = cta_index() + 1; b < kGrid; ++b) {
         const long long lo = walker.share(sg.phase, b);
         if (lo >= item_end) break;
         if (walker.share(sg.phase, b + 1) == lo) continue;  // an empty share
@@ -481,12 +496,14 @@ struct ComputeRole {
         }
         named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
         const float* theirs = ws.partials + u64(slot + b) * kSlotFloats + threadIdx.x * (contract::kMaxTileN / 2);
+        if (!idle)
 #pragma unroll
-        for (int u = 0; u < kT; ++u)
+          for (int u = 0; u < kT; ++u)
 #pragma unroll
-          for (int i = 0; i < N / 2; ++i) acc[u][i] += ld_cg(theirs + u * (N / 2) + i);
+            for (int i = 0; i < N / 2; ++i) acc[u][i] += ld_cg(theirs + u * (N / 2) + i);
       }
     }
+    if (idle) return trace_segment_done(p, sg.phase);
 #pragma unroll
     for (int u = 0; u < kT; ++u)
 #pragma unroll
@@ -746,7 +763,7 @@ struct ComputeRole {
     Walker::template fill_shares<kThreads>(tables);
     if (threadIdx.x == 0) trace(p, contract::kTraceScheduled, globaltimer());
     const int tag = s_scratch[63];
-    const Walker walker(&tables, blockIdx.x);
+    const Walker walker(&tables);
     const int warp = warp_uniform(threadIdx.x / 32);
     if (warp == kWeightWarp)
       weight_producer(p, ring, walker);

@@ -58,12 +58,15 @@ constexpr unsigned kSplitCode = 0x78u - 8u * kSplitOctaves;
 // warp. More tiles per warpgroup share one activation scale decode and one
 // barrier round among more weights.
 constexpr int kConsumerWarps = 4;  // per group
-constexpr int kMaxGroups = 2;
+constexpr int kMaxGroups = 3;
 MOEJIT_HD constexpr int consumer_threads(int groups) {
   return 32 * kConsumerWarps * groups;
 }
 // `decoded`: a third warp after the two producers decodes each stage's UE8M0 scale words to FP32
 // (compute_smem_layout's wdec / xdec), so the consumers' loops do not.
+// (No setmaxnreg split between producers and consumers: nvJitLink compiles
+// PTX as relocatable code, where ptxas drops setmaxnreg without a word. Three
+// consumer warpgroups and the producer warps launch with 128 registers each.)
 MOEJIT_HD constexpr int compute_threads(int groups, bool decoded = false) {
   return consumer_threads(groups) + 64 + (decoded ? 32 : 0);
 }
@@ -345,7 +348,8 @@ MOEJIT_HD constexpr int segment_columns(int rows, int tile_n) {
 // the 128B swizzle atom), then weight steps, staged scale words and route ids,
 // the barriers, the epilogue's amax exchange and the schedule tables. The
 // per-expert counts and then the step costs of the routing prologue alias the
-// X tiles (dead before the first stage is filled).
+// X tiles and the weight steps after them (dead before the first stage is
+// filled: the producers start once the shares are derived).
 struct ComputeSmemLayout {
   int x;        // [stages][x_stage_bytes]: a segment's rows, then (path_split_rows) its small rows
   int w;        // [stages][tiles * kWeightStepBytes]
@@ -364,8 +368,8 @@ struct ComputeSmemLayout {
   int shares;   // int [2][grid + 1]: per phase, the first K128 step of each CTA's share (path_cost_weighted)
   int scratch;  // int [64]: scan partials and broadcast words
   int total;    // bytes
-  int counts;   // int [E] per-expert counts in the prologue (aliases x)
-  int cost0;    // int [2][E + 1] per phase, the step cost of the token tiles before active index a (aliases x)
+  int counts;   // int [E] per-expert counts in the prologue (aliases x, then w)
+  int cost0;    // int [2][E + 1] per phase, the step cost of the token tiles before active index a (aliases x, w)
 };
 
 // `experts`: the schedule's, E + shared (the fused shared expert is one more); `grid`: the compute role's.
@@ -397,12 +401,12 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
   return l;
 }
 
-// Whether the prologue's counts (and, path_cost_weighted, step costs) fit in the X tiles they alias, and the
-// shape is one the role supports.
+// Whether the prologue's counts (and, path_cost_weighted, step costs) fit in the X tiles and weight steps they
+// alias, and the shape is one the role supports.
 MOEJIT_HD constexpr bool compute_smem_valid(int path, int groups, int tiles, int tile_n, int stages, int experts) {
-  const long long x_bytes = (long long)stages * x_stage_bytes(path, tile_n);
+  const long long ring_bytes = (long long)stages * (x_stage_bytes(path, tile_n) + tiles * kWeightStepBytes);
   const long long prologue_bytes = path_cost_weighted(path) ? 8LL * (experts + 1) : 4LL * experts;
-  return prologue_bytes <= x_bytes && tile_n % 8 == 0 && tile_n >= 8 && tile_n <= kMaxTileN && stages >= 2 &&
+  return prologue_bytes <= ring_bytes && tile_n % 8 == 0 && tile_n >= 8 && tile_n <= kMaxTileN && stages >= 2 &&
          groups >= 1 && groups <= kMaxGroups && tiles % groups == 0 && (tiles == 1 || tiles % 2 == 0) &&
          tiles / groups * tile_n <= kMaxTileN;
 }

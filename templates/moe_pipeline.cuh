@@ -79,4 +79,17 @@ __device__ __forceinline__ void release_stage(const Ring& ring, int s, int lane)
   if (lane == 0) mbar_arrive(&ring.empty[s]);
 }
 
+// Consumer side, a warpgroup with no tiles in the item (a token tile's last,
+// shorter item): its warps wait for each of the next `steps` stages and
+// release it, so the ring's phases stay the same for every role. (Releasing
+// without the wait could count an arrival toward a stage's previous phase.)
+template <class Ring, class Cursor>
+__device__ void pass_stages(const Ring& ring, Cursor& cur, int steps, int lane) {
+  for (int k = 0; k < steps; ++k) {
+    wait_full(ring, cur.stage, cur.phase);
+    release_stage(ring, cur.stage, lane);
+    cur.advance();
+  }
+}
+
 }  // namespace moejit

@@ -133,6 +133,13 @@ __device__ __forceinline__ u64 globaltimer() {
 __device__ __forceinline__ int warp_uniform(int v) {
   return __shfl_sync(0xFFFFFFFFu, v, 0);
 }
+// blockIdx.x, read where it is used: the compiler keeps the special register
+// live across the consumers' loops otherwise, where it spills.
+__device__ __forceinline__ int cta_index() {
+  int v;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(v));
+  return v;
+}
 __device__ __forceinline__ void named_barrier_sync(u32 id, u32 threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }

@@ -5,11 +5,13 @@
 //  1. Routing: routes per expert, the active experts in expert order, and the
 //     token tiles of each (ceil(count / tile_n)); all CTAs compute the same
 //     tables, so they agree on every index below without talking.
-//  2. Work: phase 0 is GEMM1 (items = token tile x 64 * kGroups interleaved
-//     gate/up rows, K = H), phase 1 GEMM2 (token tile x 64 * kGroups rows of
-//     H, K = I). A phase's K128 steps form one list, item-major, and each
-//     step has a cost: the atom's issue cost of a step with that token
-//     tile's width (Costs::kStepCost, by contract::tile_class). CTA b takes the
+//  2. Work: phase 0 is GEMM1 (items = token tile x 64 * kTiles interleaved
+//     gate/up rows, K = H), phase 1 GEMM2 (token tile x 64 * kTiles rows of
+//     H, K = I); where kTiles does not divide the rows, a token tile's last
+//     item has the rest (PhaseShape). A phase's K128 steps form one list,
+//     item-major, and each step has a cost: the atom's issue cost of a step
+//     with that token tile's width (Costs::kStepCost, by
+//     contract::tile_class), times the item's share of weight rows. CTA b takes the
 //     contiguous run of steps whose cost prefix starts in [b C / G,
 //     (b + 1) C / G) of each phase (C the phase's cost), so every CTA issues
 //     the same work (a balanced "stream-K" split): counting steps alone
@@ -122,17 +124,6 @@ __device__ __forceinline__ int step_cost(int cls) {
     default: return Costs::kStepCost[kPhase][3];
   }
 }
-// ceil(x / step cost of class cls), 32-bit for the reason SegmentWalker::locate gives.
-template <class Costs, int kPhase>
-__device__ __forceinline__ unsigned steps_of_cost(unsigned x, int cls) {
-  switch (cls) {
-    case 0: return (x + Costs::kStepCost[kPhase][0] - 1) / Costs::kStepCost[kPhase][0];
-    case 1: return (x + Costs::kStepCost[kPhase][1] - 1) / Costs::kStepCost[kPhase][1];
-    case 2: return (x + Costs::kStepCost[kPhase][2] - 1) / Costs::kStepCost[kPhase][2];
-    default: return (x + Costs::kStepCost[kPhase][3] - 1) / Costs::kStepCost[kPhase][3];
-  }
-}
-
 // Step 1, by the whole block, over kExperts = E + kShared schedule experts:
 // the routed ones, then (kShared) the fused shared expert, which every one of
 // the `tokens` tokens reaches. `counts` is [kExperts] scratch (it may alias
@@ -207,19 +198,32 @@ __device__ RouteTables route_tables(const Routes& routes, int tokens, unsigned* 
 
 // One contiguous piece of one item that a CTA runs.
 struct Segment {
-  int phase;  // 0: GEMM1, 1: GEMM2
-  long long item;
-  int a, j, mt;  // active expert index, its token tile, the item's M extent (64 * kGroups rows)
+  int phase;     // 0: GEMM1, 1: GEMM2
+  int a, j, mt;  // active expert index, its token tile, the item's M extent (64 * kTiles rows)
   int expert;
   int rows;    // token columns (<= tile_n)
   int k0, k1;  // K128 steps [k0, k1) of the item's kb
 };
 
-// Items per token tile (M extents of 64 * kGroups rows) and K128 steps per item of each phase.
-template <int kHidden, int kInter, int kGroups>
+// Items per token tile (M extents of 64 * kTiles rows, the last one `rest`
+// tiles: GLM5.2's 2I = 4096 rows are ten items of six tiles and one of four)
+// and K128 steps per item of each phase.
+template <int kHidden, int kInter, int kTiles>
 struct PhaseShape {
-  __host__ __device__ static constexpr int mt(int phase) { return (phase ? kHidden / 64 : 2 * kInter / 64) / kGroups; }
+  __host__ __device__ static constexpr int rows64(int phase) { return phase ? kHidden / 64 : 2 * kInter / 64; }
+  __host__ __device__ static constexpr int mt(int phase) { return (rows64(phase) + kTiles - 1) / kTiles; }
+  __host__ __device__ static constexpr int rest(int phase) { return rows64(phase) - (mt(phase) - 1) * kTiles; }
   __host__ __device__ static constexpr int kb(int phase) { return phase ? kInter / 128 : kHidden / 128; }
+  // The 64-row tiles of item mt (derived where used: a segment field would hold a register across the loops).
+  __device__ static int tiles(int phase, int item) { return item == mt(phase) - 1 ? rest(phase) : kTiles; }
+  // The relative cost of a step of a full item and of the last item (their tiles over the common divisor).
+  __host__ __device__ static constexpr int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+  __host__ __device__ static constexpr int w_full(int phase) { return kTiles / gcd(kTiles, rest(phase)); }
+  __host__ __device__ static constexpr int w_last(int phase) { return rest(phase) / gcd(kTiles, rest(phase)); }
+  // A token tile's cost in units of its class's step cost.
+  __host__ __device__ static constexpr long long units(int phase) {
+    return (long long)kb(phase) * ((mt(phase) - 1) * w_full(phase) + w_last(phase));
+  }
 };
 
 // Every division below is by a compile-time constant (the grid included):
@@ -227,21 +231,34 @@ struct PhaseShape {
 // a call to a helper, and ptxas serializes every wgmma of a kernel that calls.
 
 // Walks the segments of one CTA's shares, phase 0 then phase 1, in order.
-// Every role of the CTA walks the same sequence.
+// Every role of the CTA walks the same sequence. Items of unequal tiles need
+// the cost-weighted shares (the step-count formula would treat them alike).
 // With step costs that differ (kWeighted), the share boundaries live in the dynamic SMEM at kSharesAt
 // (contract::ComputeSmemLayout::shares): int [2][kGrid + 1], addressed from the constant offset so they
 // hold no register across the loops. With uniform costs, share(p, b) = W b / G.
-template <int kExperts, int kHidden, int kInter, int kGroups, int kTileN, int kGrid, class Costs, int kSharesAt>
+template <int kExperts, int kHidden, int kInter, int kTiles, int kTileN, int kGrid, class Costs, int kSharesAt>
 struct SegmentWalker {
-  using Shape = PhaseShape<kHidden, kInter, kGroups>;
-  const RouteTables* t;
-  int b;
+  using Shape = PhaseShape<kHidden, kInter, kTiles>;
+  const RouteTables* t;  // (the CTA's index is read where a share starts: cta_index)
   int phase;
   long long step, end;
 
   // The K128 steps of a phase and the first of CTA b's share: [share(b), share(b + 1)).
   __device__ long long work(int p) const { return (long long)t->tiles * Shape::mt(p) * Shape::kb(p); }
   static constexpr bool kWeighted = !uniform_step_cost<Costs>();
+  static_assert(kWeighted || (Shape::rest(0) == kTiles && Shape::rest(1) == kTiles),
+                "an atom of uniform step costs runs items of equal tiles");
+  // share_of's cost into one expert is 32-bit: at most kMaxTokenTiles token tiles at the largest step cost.
+  template <int kMaxTokenTiles>
+  static constexpr bool costs_fit_32_bits() {
+    long long most = 0;
+    for (int p = 0; p < 2; ++p)
+      for (int c = 0; c < 4; ++c) {
+        const long long v = (long long)kMaxTokenTiles * Costs::kStepCost[p][c] * Shape::units(p);
+        most = v > most ? v : most;
+      }
+    return most < (1LL << 31);
+  }
   __device__ static int* shares() {
     extern __shared__ __align__(1024) u8 smem[];
     return reinterpret_cast<int*>(smem + kSharesAt);
@@ -272,28 +289,49 @@ struct SegmentWalker {
   }
   __device__ void start_phase(int p) {
     phase = p;
-    step = share(p, b);
-    end = share(p, b + 1);
+    step = share(p, cta_index());
+    end = share(p, cta_index() + 1);
   }
-  __device__ SegmentWalker(const RouteTables* tables, int block) : t(tables), b(block) { start_phase(0); }
+  __device__ explicit SegmentWalker(const RouteTables* tables) : t(tables) { start_phase(0); }
 
   // The first step whose cost prefix is at least C * block / G (C the phase's
   // cost): monotone in block, 0 for block 0 and work(p) for block G.
   template <int kPhase>
   __device__ static long long share_of(const RouteTables& t, int block) {
     constexpr long long kSteps = (long long)Shape::mt(kPhase) * Shape::kb(kPhase);  // per token tile
+    constexpr long long kUnits = Shape::units(kPhase);                              // cost per token tile / class cost
     const int* cost0 = t.cost0 + kPhase * (kExperts + 1);
     if (t.n_active == 0 || block >= kGrid) return (long long)t.tiles * kSteps;
-    const unsigned long long at = (unsigned long long)cost0[t.n_active] * kSteps * block / kGrid;
-    const int lo = last_where(t.n_active, [&](int a) { return (unsigned long long)cost0[a] * kSteps <= at; });
-    // The cost into expert lo, below its cost: < 2^31 (at most 512 token tiles x 77 x 2^13 steps each).
-    const unsigned x = unsigned(at - (unsigned long long)cost0[lo] * kSteps);
+    const unsigned long long at = (unsigned long long)cost0[t.n_active] * kUnits * block / kGrid;
+    const int lo = last_where(t.n_active, [&](int a) { return (unsigned long long)cost0[a] * kUnits <= at; });
+    // The cost into expert lo, below its cost: < 2^31 (costs_fit_32_bits).
+    const unsigned x = unsigned(at - (unsigned long long)cost0[lo] * kUnits);
     const int n = t.tile0[lo + 1] - t.tile0[lo], full = contract::tile_class(kTileN);
     const int last = contract::tile_class(t.count[lo] - (n - 1) * kTileN);
-    const unsigned full_cost = unsigned((n - 1) * step_cost<Costs, kPhase>(full) * kSteps);
-    const long long steps = x < full_cost ? steps_of_cost<Costs, kPhase>(x, full)
-                                          : (n - 1) * kSteps + steps_of_cost<Costs, kPhase>(x - full_cost, last);
+    const unsigned full_cost = unsigned((n - 1) * step_cost<Costs, kPhase>(full) * kUnits);
+    const long long steps =
+        x < full_cost ? steps_into<kPhase>(x, full) : (n - 1) * kSteps + steps_into<kPhase>(x - full_cost, last);
     return (long long)t.tile0[lo] * kSteps + steps;
+  }
+  // The first step, counted from the start of a run of token tiles of class cls, whose cost prefix is at least x.
+  template <int kPhase>
+  __device__ static unsigned steps_into(unsigned x, int cls) {
+    switch (cls) {
+      case 0: return steps_at_cost<kPhase, Costs::kStepCost[kPhase][0]>(x);
+      case 1: return steps_at_cost<kPhase, Costs::kStepCost[kPhase][1]>(x);
+      case 2: return steps_at_cost<kPhase, Costs::kStepCost[kPhase][2]>(x);
+      default: return steps_at_cost<kPhase, Costs::kStepCost[kPhase][3]>(x);
+    }
+  }
+  template <int kPhase, int kCost>
+  __device__ static unsigned steps_at_cost(unsigned x) {
+    constexpr unsigned kSteps = Shape::mt(kPhase) * Shape::kb(kPhase), kTile = kCost * unsigned(Shape::units(kPhase));
+    constexpr unsigned kFull = kCost * Shape::w_full(kPhase), kLast = kCost * Shape::w_last(kPhase);
+    constexpr unsigned kFullSteps = (Shape::mt(kPhase) - 1) * Shape::kb(kPhase);  // the steps of the full items
+    const unsigned tiles = x / kTile;
+    x -= tiles * kTile;
+    return tiles * kSteps + (x <= kFullSteps * kFull ? (x + kFull - 1) / kFull
+                                                     : kFullSteps + (x - kFullSteps * kFull + kLast - 1) / kLast);
   }
 
   __device__ bool next(Segment& s) {
@@ -320,7 +358,6 @@ struct SegmentWalker {
   template <int kMt, int kKb>
   __device__ int locate(Segment& s) const {
     const unsigned u = unsigned(step), item = u / kKb;
-    s.item = (long long)item;
     s.k0 = int(u % kKb);
     s.k1 = int(min((long long)kKb, s.k0 + (end - step)));
     s.mt = int(item % kMt);

@@ -195,13 +195,15 @@ TEST_CASE("a traced forward records each compute CTA's milestones in order and g
     CHECK(download_sync(dev.y, s) == plain);
     std::vector<std::uint64_t> t(slots);
     trace.download(t);
-    // Every K128 step of the schedule streamed once: token tiles x M extents x K steps, per phase.
+    // Every K128 step of the schedule streamed once: token tiles x M extents x K steps, per phase (an M extent
+    // of plan.tiles 64-row tiles, the last one of a projection the rest).
     std::vector<int> count(config.experts, 0);
     for (const int e : in.routing.ids) ++count[e];
     long long tiles = 0;
     for (const int c : count) tiles += (c + plan.tile_n - 1) / plan.tile_n;
-    const long long want0 = tiles * (2 * p.intermediate / 64 / plan.tiles) * (p.hidden / 128);
-    const long long want1 = tiles * (p.hidden / 64 / plan.tiles) * (p.intermediate / 128);
+    const auto extents = [&](long long rows) { return (rows / 64 + plan.tiles - 1) / plan.tiles; };
+    const long long want0 = tiles * extents(2 * p.intermediate) * (p.hidden / 128);
+    const long long want1 = tiles * extents(p.hidden) * (p.intermediate / 128);
     long long steps0 = 0, steps1 = 0;
     for (int c = 0; c < plan.compute.grid; ++c) {
       const auto at = [&](int slot) { return t[std::size_t(c) * contract::kTraceSlots + slot]; };

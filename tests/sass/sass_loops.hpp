@@ -18,7 +18,7 @@ struct LoopMix {
   int imad = 0;           // IMAD (the FMA pipe's integer ops, ptxas's moves included)
   int fp32 = 0;           // FMUL, FFMA, FADD
   int mma = 0;            // QGMMA, HGMMA, HMMA
-  int mma_waits = 0;      // WARPGROUP.DEPBAR: the fast path's split-row loop waits twice per K128 step
+  int mma_waits = 0;      // WARPGROUP.DEPBAR: the fast path waits two to four times per K128 step
 };
 
 // Every MMA loop of `sass`, in address order.

@@ -268,16 +268,38 @@ TEST_CASE("device profiles: built-ins, live numbers, validation") {
   CHECK_THROWS_WITH_AS(from_live_device(live), "device.sm_count = 0 is invalid: must be > 0", ConfigError);
 }
 
+TEST_CASE("the fast atom runs items of 6 tiles over 3 warpgroups, a shorter last one, and 2 warpgroups across ranks") {
+  const auto noted = [](const MoeLaunchPlan& p, const std::string& text) {
+    return std::any_of(p.notes.begin(), p.notes.end(),
+                       [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  const MoeLaunchPlan one = plan_launch(glm(1), 8, builtin_profile("h200"), {});
+  CHECK(one.groups == 3);
+  CHECK(one.tiles == 6);
+  CHECK(one.compute.threads == 448);
+  CHECK(one.compute.register_cap == 128);
+  // 2I = 4096 rows: ten items of six 64-row tiles and one of four; H = 6144: sixteen items.
+  CHECK(noted(one, "a token tile's last item has 4 (GEMM1, 4096 rows) and 6 (GEMM2, 6144 rows)"));
+  const MoeLaunchPlan ep = plan_launch(glm(8), 8, builtin_profile("h200"), {});
+  CHECK(ep.groups == 2);
+  CHECK(ep.tiles == 4);
+  CHECK(ep.compute.threads == 320);
+  CHECK(noted(ep, "expert parallelism: 2 consumer warpgroups, not the atom's 3"));
+}
+
 TEST_CASE("padding: H and I run at the kernels' step widths, zero-padded") {
-  MoeConfig c = glm(8);
+  MoeConfig c = glm(1);
   CHECK(padded_hidden(c) == 6144);  // multiples of 128 run as they are
   CHECK(padded_intermediate(c) == 2048);
-  c.hidden = 2880;  // gpt-oss: to 256, so W2's 48 row tiles split into items of 4
+  c.hidden = 2880;  // gpt-oss: to 256
   c.intermediate = 2880;
   CHECK(padded_hidden(c) == 3072);
   CHECK(padded_intermediate(c) == 2944);
   const MoeLaunchPlan p = plan_launch(c, 8, builtin_profile("h200"), {});
-  CHECK(p.tiles == 4);
+  CHECK(p.tiles == 6);  // W1's 92 row tiles: 15 items of 6, then one of 2; W2's 48: 8 items
+  CHECK(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
+    return n.find("a token tile's last item has 2 (GEMM1, 5888 rows) and 6 (GEMM2, 3072 rows)") != std::string::npos;
+  }));
   CHECK(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
     return n.find("H = 2880, I = 2880 run as 3072 and 2944") != std::string::npos;
   }));
