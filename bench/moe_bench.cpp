@@ -16,6 +16,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -87,8 +88,9 @@ int main(int argc, char** argv) {
   std::vector<Model> models = {{"glm5.2", codegen::builtin_model("glm5.2")},
                                {"dsv4.1-flash", codegen::builtin_model("dsv4.1-flash")},
                                {"gpt-oss-120b", codegen::builtin_model("gpt-oss-120b")}};
-  // Tuning sweeps: --ctas-per-sm 2,3,4 (each value a layer; 0 = as planned), --models glm5.2
-  std::vector<int> ctas_list = {0};
+  // Tuning sweeps: --ctas-per-sm 2,3,4 and --consumer-groups 2,3 (each value, and each pair, a layer; 0 = as
+  // planned), --model glm5.2
+  std::vector<int> ctas_list = {0}, groups_list = {0};
   codegen::MoeCodegenOptions codegen_options;
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   bool shared_expert = false;
@@ -102,6 +104,8 @@ int main(int argc, char** argv) {
       batches = bench::parse_int_list(argv[++i]);
     else if (a == "--ctas-per-sm" && i + 1 < argc)
       ctas_list = bench::parse_int_list(argv[++i]);
+    else if (a == "--consumer-groups" && i + 1 < argc)
+      groups_list = bench::parse_int_list(argv[++i]);
     else if (a == "--model" && i + 1 < argc) {
       const std::string name = argv[++i];
       models = {{name, codegen::builtin_model(name)}};
@@ -131,7 +135,8 @@ int main(int argc, char** argv) {
       fmt::print(stderr,
                  "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model "
                  "glm5.2|dsv4.1-flash|gpt-oss-120b|gpt-oss-20b | --config FILE] "
-                 "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] [--tile-n N] "
+                 "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] "
+                 "[--consumer-groups 2,3] [--tile-n N] "
                  "[--stages S] [--decoded-scales] [--shared-expert] [--trace] [--pdl]\n");
       return 2;
     }
@@ -147,7 +152,7 @@ int main(int argc, char** argv) {
              codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
-             "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs");
+             "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs groups");
 
   if (shared_expert) {
     std::vector<Model> with;
@@ -168,17 +173,21 @@ int main(int argc, char** argv) {
     models = with;
   }
 
+  std::vector<std::pair<int, int>> layouts;  // (CTAs per SM, consumer warpgroups)
+  for (int ctas : ctas_list)
+    for (int groups : groups_list) layouts.emplace_back(ctas, groups);
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
     codegen::MoeConfig config = m.config;
     config.recipe = recipe;
     const reference::MoeProblem p = oracle::problem_of(config);
     const oracle::RandomWeights weights = oracle::random_weights(p, rng(), {}, config.biases);
-    for (int ctas : ctas_list) {
+    for (const auto& [ctas, groups] : layouts) {
       runtime::MoeLayerOptions options;
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
       options.codegen = codegen_options;
       options.codegen.ctas_per_sm = ctas;
+      options.codegen.consumer_groups = groups;
       options.pdl = pdl;
       runtime::MoeLayer layer(config, weights.device(), options);
       const double expert_bytes = bench::expert_bytes(p, config.biases);
@@ -229,9 +238,9 @@ int main(int argc, char** argv) {
         const double floor_us = touched * expert_bytes / (bw * 1e9) * 1e6;
         const double med = median(us);
         const codegen::MoeLaunchPlan plan = layer.plan(b);
-        fmt::print("{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{}\n",
+        fmt::print("{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{} g{}\n",
                    m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f),
-                   plan.tile_n, plan.stages, plan.compute.blocks_per_sm);
+                   plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups);
         if (trace) {
           // The last of a rotation over the sets (so the weights come from HBM), through its own graph.
           const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;

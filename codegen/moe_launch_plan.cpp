@@ -63,6 +63,10 @@ void validate(const MoeCodegenOptions& o) {
   if (o.dispatch_sms && (*o.dispatch_sms < 0 || *o.dispatch_sms > 4096))
     throw ConfigError("dispatch_sms",
                       fmt::format("dispatch_sms = {} is outside the allowed range [0, 4096]", *o.dispatch_sms));
+  if (o.consumer_groups < 0 || o.consumer_groups > contract::kMaxGroups)
+    throw ConfigError("consumer_groups",
+                      fmt::format("consumer_groups = {} is outside the allowed range [1, {}] (0: as planned)",
+                                  o.consumer_groups, contract::kMaxGroups));
   if (o.ctas_per_sm < 0 || o.ctas_per_sm > 8)
     throw ConfigError("ctas_per_sm", fmt::format("ctas_per_sm = {} is outside the allowed range [1, 8] (0: as planned)",
                                                  o.ctas_per_sm));
@@ -115,7 +119,16 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                                                 batch, config.top_k, E, p.rows_per_expert, atom->max_tile_n)));
   p.groups = atom->groups;
   p.tiles = atom->tiles;
-  if (config.ranks > 1 && p.groups > 2) {
+  if (options.consumer_groups) {
+    if (options.consumer_groups != atom->groups && atom->tiles == atom->groups)
+      throw ConfigError("consumer_groups",
+                        fmt::format("consumer_groups = {} is invalid for the {} atom: it runs {} warpgroup(s) of "
+                                    "one tile each (0: as planned)",
+                                    options.consumer_groups, atom->name, atom->groups));
+    p.tiles = atom->tiles / atom->groups * options.consumer_groups;
+    p.groups = options.consumer_groups;
+    note(fmt::format("{} consumer warpgroup(s) (set by the options; the atom's: {})", p.groups, atom->groups));
+  } else if (config.ranks > 1 && p.groups > 2) {
     // Expert parallelism's compute role holds its route spans beside the loops: at the 128 registers of three
     // consumer warpgroups they spill (tests/unit/test_ep.cpp), at the 168 of two they do not.
     p.tiles = p.tiles / p.groups * 2;

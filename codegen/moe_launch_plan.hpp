@@ -28,6 +28,10 @@ struct MoeCodegenOptions {
   int tile_n = 0;       // 8, 16, 32 or 64
   int stages = 0;       // 2..16
   int ctas_per_sm = 0;  // 1..8
+  // Consumer warpgroups of the compute CTA, each on the atom's tiles per warpgroup (1..3; the atoms of one
+  // tile a warpgroup run their own count only). An A/B knob: the planner's choice is the atom's, two with
+  // expert parallelism.
+  int consumer_groups = 0;
   // A decoder warp turns each stage's UE8M0 scale words into FP32 for the consumers (the sm90-fp8-wgmma
   // atom only; contract::compute_threads). Off by default: it gives the default's bits but runs 2-6 points of
   // the floor slower on the H200 (bench/results/2026-12-02-h200-decoded-and-ring-depth.md).

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "templates/moe_contract.cuh"
+
 namespace moejit::tools {
 
 std::vector<OptionSpec> codegen_option_specs() {
@@ -21,6 +23,10 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"tile-n", true, "token tile override: 8, 16, 32 or 64 (default: planned)", "N"},
       {"stages", true, "compute pipeline depth override, 2..16 (default: planned)", "S"},
       {"ctas-per-sm", true, "compute CTAs per SM override, 1..8 (default: planned)", "C"},
+      {"consumer-groups", true,
+       "consumer warpgroups of the compute CTA, 1..3, each on the atom's tiles per warpgroup (default: planned, "
+       "3 for the fast atom on one GPU)",
+       "G"},
       {"decoded-scales", false,
        "a decoder warp turns the fast path's UE8M0 scale words into FP32 for the consumers (default: off; "
        "measured 2-6 points of the floor slower on the H200)"},
@@ -49,6 +55,7 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
   o.tile_n = static_cast<int>(args.get_int("tile-n", 0, 0, 64));
   o.stages = static_cast<int>(args.get_int("stages", 0, 0, 16));
   o.ctas_per_sm = static_cast<int>(args.get_int("ctas-per-sm", 0, 0, 8));
+  o.consumer_groups = static_cast<int>(args.get_int("consumer-groups", 0, 0, contract::kMaxGroups));
   o.decoded_scales = args.has("decoded-scales");
   o.subnormal_weight_scales = args.has("subnormal-weight-scales");
   if (auto m = args.get("ep-mode")) {
@@ -65,11 +72,12 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
     codegen::validate(o);
   } catch (const codegen::ConfigError& e) {
     throw UsageError(fmt::format("--{}: {}",
-                                 e.field() == "ctas_per_sm"    ? "ctas-per-sm"
-                                 : e.field() == "tile_n"       ? "tile-n"
-                                 : e.field() == "ep_mode"      ? "ep-mode"
-                                 : e.field() == "dispatch_sms" ? "dispatch-sms"
-                                                               : e.field(),
+                                 e.field() == "ctas_per_sm"       ? "ctas-per-sm"
+                                 : e.field() == "consumer_groups" ? "consumer-groups"
+                                 : e.field() == "tile_n"          ? "tile-n"
+                                 : e.field() == "ep_mode"         ? "ep-mode"
+                                 : e.field() == "dispatch_sms"    ? "dispatch-sms"
+                                                                  : e.field(),
                                  e.what()));
   }
   return o;

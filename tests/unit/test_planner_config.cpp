@@ -287,6 +287,26 @@ TEST_CASE("the fast atom runs items of 6 tiles over 3 warpgroups, a shorter last
   CHECK(noted(ep, "expert parallelism: 2 consumer warpgroups, not the atom's 3"));
 }
 
+TEST_CASE("consumer_groups sets the fast atom's warpgroups, and is refused where an atom runs its own count only") {
+  MoeCodegenOptions o;
+  o.consumer_groups = 2;
+  const MoeLaunchPlan two = plan_launch(glm(1), 8, builtin_profile("h200"), o);
+  CHECK(two.groups == 2);
+  CHECK(two.tiles == 4);  // two tiles a warpgroup, as the atom's three
+  CHECK(two.compute.threads == 320);
+  o.consumer_groups = 3;
+  CHECK(plan_launch(glm(8), 8, builtin_profile("h200"), o).groups == 3);  // the options win over the EP rule
+  o.consumer_groups = 4;
+  CHECK_THROWS_WITH_AS(plan_launch(glm(1), 8, builtin_profile("h200"), o),
+                       "consumer_groups = 4 is outside the allowed range [1, 3] (0: as planned)", ConfigError);
+  o.consumer_groups = 2;
+  o.path = ComputePath::exact;
+  CHECK_THROWS_WITH_AS(plan_launch(glm(1), 8, builtin_profile("h200"), o),
+                       "consumer_groups = 2 is invalid for the sm90-bf16-mma atom: it runs 1 warpgroup(s) of one tile "
+                       "each (0: as planned)",
+                       ConfigError);
+}
+
 TEST_CASE("padding: H and I run at the kernels' step widths, zero-padded") {
   MoeConfig c = glm(1);
   CHECK(padded_hidden(c) == 6144);  // multiples of 128 run as they are
