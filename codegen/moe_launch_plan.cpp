@@ -118,37 +118,30 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                                                 "= ceil({} x {} / {}) = {}, at most the atom's {}",
                                                 batch, config.top_k, E, p.rows_per_expert, atom->max_tile_n)));
   p.groups = atom->groups;
-  p.tiles = atom->tiles;
   if (options.consumer_groups) {
     if (options.consumer_groups != atom->groups && atom->tiles == atom->groups)
       throw ConfigError("consumer_groups",
                         fmt::format("consumer_groups = {} is invalid for the {} atom: it runs {} warpgroup(s) of "
                                     "one tile each (0: as planned)",
                                     options.consumer_groups, atom->name, atom->groups));
-    p.tiles = atom->tiles / atom->groups * options.consumer_groups;
     p.groups = options.consumer_groups;
     note(fmt::format("{} consumer warpgroup(s) (set by the options; the atom's: {})", p.groups, atom->groups));
   } else if (config.ranks > 1 && p.groups > 2) {
     // Expert parallelism's compute role holds its route spans beside the loops: at the 128 registers of three
     // consumer warpgroups they spill (tests/unit/test_ep.cpp), at the 168 of two they do not.
-    p.tiles = p.tiles / p.groups * 2;
     p.groups = 2;
     note(fmt::format("expert parallelism: {} consumer warpgroups, not the atom's {} (its route spans' registers)",
                      p.groups, atom->groups));
   }
+  p.tiles = atom->tiles / atom->groups * p.groups;  // the atom's tiles per warpgroup
   // Items cover `tiles` 64-row tiles; a token tile's last item of a projection (2I or H rows) holds the rest,
-  // which must be whole warpgroups' tiles in pairs (one weight box each) and, for an atom whose steps all cost
-  // the same, all of an item (its schedule splits step counts).
+  // one the compute role runs (contract::last_item_runs), else the items halve.
   const int H = padded_hidden(config), I = padded_intermediate(config);
   if (H != config.hidden || I != config.intermediate)
     note(fmt::format("H = {}, I = {} run as {} and {}: the kernels step 128 wide over zero padding", config.hidden,
                      config.intermediate, H, I));
-  auto rest = [&p](int rows) { return (rows / 64 - 1) % p.tiles + 1; };
-  auto rest_runs = [&](int rows) {
-    const int r = rest(rows);
-    return r == p.tiles || (contract::path_cost_weighted(p.contract_path) && r % (p.tiles / p.groups) == 0 &&
-                            (p.tiles == 1 || r % 2 == 0));
-  };
+  auto rest = [&p](int rows) { return contract::last_item_tiles(rows / 64, p.tiles); };
+  auto rest_runs = [&](int rows) { return contract::last_item_runs(p.contract_path, p.groups, p.tiles, rest(rows)); };
   while (p.tiles > p.groups && !(rest_runs(2 * I) && rest_runs(H))) p.tiles /= 2;
   const int rest1 = rest(2 * I), rest2 = rest(H);
   note(fmt::format("items of {} rows: {} tiles of 64 over {} consumer warpgroup(s){}", 64 * p.tiles, p.tiles, p.groups,

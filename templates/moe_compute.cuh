@@ -108,10 +108,9 @@ struct ComputeRole {
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
   static_assert(Walker::template costs_fit_32_bits<(kRanks * kCapacity + kTileN - 1) / kTileN>(),
                 "the schedule's cost into one expert fits 32 bits");
-  static_assert(Shape::rest(0) % kT == 0 && Shape::rest(1) % kT == 0 && Shape::rest(0) % 2 == 0 &&
-                        Shape::rest(1) % 2 == 0 ||
-                    kTiles == 1,
-                "a short item holds whole warpgroups' tiles, in pairs (one weight box each)");
+  static_assert(contract::last_item_runs(kPath, kGroups, kTiles, Shape::rest(0)) &&
+                    contract::last_item_runs(kPath, kGroups, kTiles, Shape::rest(1)),
+                "a token tile's last item is one the role runs");
   static_assert(contract::compute_smem_valid(kPath, kGroups, kTiles, kTileN, kStages, kSlots), "compute SMEM layout");
   static_assert(kSlots < 4096, "the routing prologue packs active indices in 12 bits");
   static_assert(kShared == 0 || kShared == 1, "one fused shared expert at most");

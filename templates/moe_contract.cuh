@@ -326,6 +326,18 @@ MOEJIT_HD constexpr bool path_cost_weighted(int path) {
   return path == kPathSm90Fp8;
 }
 
+// A projection of rows64 64-row weight tiles in items of `tiles`: the tiles of
+// a token tile's last item (the rest; `tiles` where they divide).
+MOEJIT_HD constexpr int last_item_tiles(int rows64, int tiles) {
+  return (rows64 - 1) % tiles + 1;
+}
+// Whether the compute role runs a last item of `rest` tiles: a whole item, or,
+// for an atom of weighted step costs (whose shares can weight the item's steps
+// by its tiles), whole warpgroups' tiles in pairs (one weight box each).
+MOEJIT_HD constexpr bool last_item_runs(int path, int groups, int tiles, int rest) {
+  return rest == tiles || (path_cost_weighted(path) && rest % (tiles / groups) == 0 && (tiles == 1 || rest % 2 == 0));
+}
+
 // The activation bytes of one stage: tile_n rows of x_row_pitch, twice on split rows. A segment of n token
 // columns (n = segment_columns(rows, tile_n)) stages its rows first and, on split rows, its small rows right
 // after them, at n * x_row_pitch: n * 128 bytes is a multiple of 1024 on the fast path, so both keep the

@@ -212,7 +212,7 @@ template <int kHidden, int kInter, int kTiles>
 struct PhaseShape {
   __host__ __device__ static constexpr int rows64(int phase) { return phase ? kHidden / 64 : 2 * kInter / 64; }
   __host__ __device__ static constexpr int mt(int phase) { return (rows64(phase) + kTiles - 1) / kTiles; }
-  __host__ __device__ static constexpr int rest(int phase) { return rows64(phase) - (mt(phase) - 1) * kTiles; }
+  __host__ __device__ static constexpr int rest(int phase) { return contract::last_item_tiles(rows64(phase), kTiles); }
   __host__ __device__ static constexpr int kb(int phase) { return phase ? kInter / 128 : kHidden / 128; }
   // The 64-row tiles of item mt (derived where used: a segment field would hold a register across the loops).
   __device__ static int tiles(int phase, int item) { return item == mt(phase) - 1 ? rest(phase) : kTiles; }
@@ -232,7 +232,8 @@ struct PhaseShape {
 
 // Walks the segments of one CTA's shares, phase 0 then phase 1, in order.
 // Every role of the CTA walks the same sequence. Items of unequal tiles need
-// the cost-weighted shares (the step-count formula would treat them alike).
+// the cost-weighted shares (the step-count formula would treat them alike:
+// contract::last_item_runs).
 // With step costs that differ (kWeighted), the share boundaries live in the dynamic SMEM at kSharesAt
 // (contract::ComputeSmemLayout::shares): int [2][kGrid + 1], addressed from the constant offset so they
 // hold no register across the loops. With uniform costs, share(p, b) = W b / G.
@@ -246,8 +247,6 @@ struct SegmentWalker {
   // The K128 steps of a phase and the first of CTA b's share: [share(b), share(b + 1)).
   __device__ long long work(int p) const { return (long long)t->tiles * Shape::mt(p) * Shape::kb(p); }
   static constexpr bool kWeighted = !uniform_step_cost<Costs>();
-  static_assert(kWeighted || (Shape::rest(0) == kTiles && Shape::rest(1) == kTiles),
-                "an atom of uniform step costs runs items of equal tiles");
   // share_of's cost into one expert is 32-bit: at most kMaxTokenTiles token tiles at the largest step cost.
   template <int kMaxTokenTiles>
   static constexpr bool costs_fit_32_bits() {
