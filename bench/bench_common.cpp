@@ -1,7 +1,11 @@
 #include "bench_common.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <exception>
 #include <set>
+#include <stdexcept>
 
 #include "oracle/moe_check.hpp"
 
@@ -38,12 +42,25 @@ double copy_bandwidth_gbs(CUstream stream) {
   return percentile(runs, 0.5);
 }
 
-std::vector<int> parse_int_list(const std::string& text) {
+int parse_int(const std::string& flag, const std::string& text) {
+  std::size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw std::invalid_argument(fmt::format("{}: '{}' is not an integer", flag, text));
+  return v;
+}
+
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text) {
   std::vector<int> out;
-  for (std::size_t at = 0; at < text.size();) {
+  for (std::size_t at = 0; at <= text.size();) {
     std::size_t comma = text.find(',', at);
     if (comma == std::string::npos) comma = text.size();
-    out.push_back(std::stoi(text.substr(at, comma - at)));
+    out.push_back(parse_int(flag, text.substr(at, comma - at)));
     at = comma + 1;
   }
   return out;
@@ -71,6 +88,18 @@ std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens
 double expert_bytes(const reference::MoeProblem& p, bool biases) {
   return double(2 * p.intermediate) * p.hidden * (0.5 + 1.0 / 32) +
          double(p.hidden) * p.intermediate * (0.5 + 1.0 / 32) + (biases ? 2.0 * (2 * p.intermediate + p.hidden) : 0.0);
+}
+
+int guarded_main(const char* name, int argc, char** argv, int (*body)(int, char**)) {
+  try {
+    return body(argc, argv);
+  } catch (const runtime::NoDriverError& e) {
+    fmt::print(stderr, "{}: skipped: {}\n", name, e.what());
+    return 77;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: error: {}\n", name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace moejit::bench

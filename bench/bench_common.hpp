@@ -17,8 +17,10 @@ double percentile(std::vector<double> v, double q);
 // Device-to-device copy bandwidth, counting bytes read plus bytes written
 // (median of 10 copies of 2 GiB after 2 warm-ups).
 double copy_bandwidth_gbs(CUstream stream);
+// The value of option `flag`: "8" -> 8; anything but a whole integer throws std::invalid_argument naming both.
+int parse_int(const std::string& flag, const std::string& text);
 // "1,8,64" -> {1, 8, 64}.
-std::vector<int> parse_int_list(const std::string& text);
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text);
 
 // One forward's inputs on the device (uniform routing), and how many experts it touches.
 struct InputSet {
@@ -29,5 +31,10 @@ std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens
 
 // The bytes of one expert: W1 and W2 (payload + UE8M0 scales), and its BF16 biases if any.
 double expert_bytes(const reference::MoeProblem& p, bool biases = false);
+
+// A bench program's main around its body: an exception (a plan the device cannot run, an option out of range)
+// ends it with one line, "<name>: error: <what>", and exit code 1; no CUDA driver is "<name>: skipped: ...",
+// exit code 77 (as the GPU tests), instead of std::terminate.
+int guarded_main(const char* name, int argc, char** argv, int (*body)(int, char**));
 
 }  // namespace moejit::bench

@@ -64,7 +64,8 @@ DeviceBuffer upload(const std::vector<T>& v) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   std::vector<int> ranks_list = {2, 4};
   std::vector<std::string> models = {"glm5.2", "dsv4.1-flash"};
@@ -74,9 +75,9 @@ int main(int argc, char** argv) {
     if (a == "--quick")
       batches = {1, 8, 64, 256};
     else if (a == "--batches" && i + 1 < argc)
-      batches = bench::parse_int_list(argv[++i]);
+      batches = bench::parse_int_list(a, argv[++i]);
     else if (a == "--ranks" && i + 1 < argc)
-      ranks_list = bench::parse_int_list(argv[++i]);
+      ranks_list = bench::parse_int_list(a, argv[++i]);
     else if (a == "--model" && i + 1 < argc)
       models = {argv[++i]};
     else if (a == "--ep-mode" && i + 1 < argc && codegen::parse_ep_mode(argv[i + 1]))
@@ -278,4 +279,9 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::guarded_main("moejit_bench_ep", argc, argv, run);
 }

@@ -83,7 +83,8 @@ void print_trace(const std::vector<std::uint64_t>& t, int grid) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   std::vector<Model> models = {{"glm5.2", codegen::builtin_model("glm5.2")},
                                {"dsv4.1-flash", codegen::builtin_model("dsv4.1-flash")},
@@ -101,11 +102,11 @@ int main(int argc, char** argv) {
     if (a == "--quick")
       batches = {1, 8, 64, 256};
     else if (a == "--batches" && i + 1 < argc)
-      batches = bench::parse_int_list(argv[++i]);
+      batches = bench::parse_int_list(a, argv[++i]);
     else if (a == "--ctas-per-sm" && i + 1 < argc)
-      ctas_list = bench::parse_int_list(argv[++i]);
+      ctas_list = bench::parse_int_list(a, argv[++i]);
     else if (a == "--consumer-groups" && i + 1 < argc)
-      groups_list = bench::parse_int_list(argv[++i]);
+      groups_list = bench::parse_int_list(a, argv[++i]);
     else if (a == "--model" && i + 1 < argc) {
       const std::string name = argv[++i];
       models = {{name, codegen::builtin_model(name)}};
@@ -115,9 +116,9 @@ int main(int argc, char** argv) {
     } else if (a == "--path" && i + 1 < argc && codegen::parse_path(argv[i + 1]))
       codegen_options.path = *codegen::parse_path(argv[++i]);
     else if (a == "--tile-n" && i + 1 < argc)
-      codegen_options.tile_n = std::stoi(argv[++i]);
+      codegen_options.tile_n = bench::parse_int(a, argv[++i]);
     else if (a == "--stages" && i + 1 < argc)
-      codegen_options.stages = std::stoi(argv[++i]);
+      codegen_options.stages = bench::parse_int(a, argv[++i]);
     else if (a == "--decoded-scales")
       codegen_options.decoded_scales = true;
     else if (a == "--input-bf16")
@@ -142,6 +143,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  codegen::validate(codegen_options);  // a bad override is named before the device is touched
   runtime::ScopedContext ctx(0);
   const runtime::DeviceInfo dev = runtime::query_device(0);
   CUstream stream;
@@ -264,4 +266,9 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::guarded_main("moejit_bench_moe", argc, argv, run);
 }

@@ -32,7 +32,8 @@ using bench::percentile;
 using Clock = std::chrono::steady_clock;
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   std::string model = "glm5.2";
   std::vector<int> batches = {1, 8, 64, 256};
   int host_batch = 8;
@@ -41,9 +42,9 @@ int main(int argc, char** argv) {
     if (a == "--model" && i + 1 < argc) {
       model = argv[++i];
     } else if (a == "--batches" && i + 1 < argc) {
-      batches = bench::parse_int_list(argv[++i]);
+      batches = bench::parse_int_list(a, argv[++i]);
     } else if (a == "--host-batch" && i + 1 < argc) {
-      host_batch = std::stoi(argv[++i]);
+      host_batch = bench::parse_int(a, argv[++i]);
     } else {
       fmt::print(stderr,
                  "usage: moejit_bench_runtime [--model glm5.2|dsv4.1-flash] [--batches 1,8,64,256] [--host-batch 8]\n"
@@ -175,4 +176,9 @@ int main(int argc, char** argv) {
   for (runtime::MoeLayer* l : {&layer_pdl, &layer_full, &layer_direct_pdl, &layer_direct_full})
     l->release_stream(stream);
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::guarded_main("moejit_bench_runtime", argc, argv, run);
 }
