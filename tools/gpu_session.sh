@@ -15,6 +15,10 @@
 #   python    the wheel in dist/wheels unpacked for the machine's python3 (and its torch), then
 #             python/tests, bench/python_overhead.py and examples/torch_moe_block.py
 #   tests-a / tests-b  the whole GPU matrix in two calls (tests runs it in one, past the 10-minute limit)
+#   tests-par  the whole GPU matrix in one call: GPU_TEST_SHARDS (default 4) moejit_gpu_tests processes at
+#             once, each on every Nth case, so their kernels compile on several cores (the processes' grids
+#             share the GPU by time slices: a persistent grid never shares SMs with another's); then the
+#             cases on SM partitions, alone
 #   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
 #   ep        expert parallelism on R = 2 and 4 partitions: its GPU tests, then moejit_bench_ep
 #   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
@@ -60,10 +64,38 @@ for step in "${steps[@]}"; do
   case $step in
     # GPU_TEST_ARGS (doctest filters, no spaces) splits the matrix across calls of the 10-minute limit.
     tests) run gpu-tests.log moejit_gpu_tests ${GPU_TEST_ARGS:-} ;;
-    # The whole matrix in two calls of the 10-minute limit (about 3 and 4 minutes on a cold cache):
+    # The whole matrix in two calls of the 10-minute limit (3 and 4 minutes on a cold cache when written; the
+    # kernels of three warpgroups compile longer, and tests-par runs it in one call):
     # tests-a runs the cases in FIRST_HALF, tests-b every other one.
     tests-a) run gpu-tests-a.log moejit_gpu_tests --duration=true -tc="$FIRST_HALF" ;;
     tests-b) run gpu-tests-b.log moejit_gpu_tests --duration=true -tce="$FIRST_HALF" ;;
+    tests-par)
+      # The cases' names (a comma in a name becomes doctest's one-character wildcard), dealt out round-robin;
+      # the cases on SM partitions (expert parallelism, green contexts) wait on other grids with time limits,
+      # so they run alone afterwards.
+      shards=${GPU_TEST_SHARDS:-4}
+      mapfile -t names < <(moejit_gpu_tests -ltc | sed '/^\[doctest\]/d;/^=*$/d')
+      filters=() alone="" covered=0 k=0
+      for name in "${names[@]}"; do
+        case $name in
+          "expert parallelism"* | "SM partitions"* | "two layers planned"*) alone+="${name//,/?}," ;;
+          *) filters[k % shards]+="${name//,/?}," && k=$((k + 1)) ;;
+        esac
+      done
+      for f in "${filters[@]}" "$alone"; do
+        covered=$((covered + $(moejit_gpu_tests --count -tc="${f%,}" | sed -n 's/.*filters: \([0-9]*\)$/\1/p')))
+      done
+      if [ "$covered" -eq "${#names[@]}" ]; then
+        echo "tests-par: $shards shards and the partition cases cover all ${#names[@]} test cases"
+      else
+        echo "tests-par: FAILED: $shards shards and the partition cases cover $covered of ${#names[@]} test cases"
+      fi | tee -a "$OUT/summary.txt"
+      for ((i = 0; i < ${#filters[@]}; i++)); do
+        run "gpu-tests-shard$((i + 1)).log" moejit_gpu_tests --duration=true -tc="${filters[i]%,}" &
+      done
+      wait
+      run gpu-tests-partitions-alone.log moejit_gpu_tests --duration=true -tc="${alone%,}"
+      ;;
     memcheck)
       for path in exact fast; do
         run "memcheck-$path.log" compute-sanitizer --tool memcheck --error-exitcode 1 moejit run --model glm5.2 \
@@ -121,6 +153,6 @@ for step in "${steps[@]}"; do
       run gpu-tests-ep.log moejit_gpu_tests --duration=true -tc='expert parallelism*'
       run bench-ep.log moejit_bench_ep
       ;;
-    *) echo "unknown step '$step' (tests tests-a tests-b memcheck plan bench python decoded partitions ep)" | tee -a "$OUT/summary.txt" ;;
+    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python decoded partitions ep)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
