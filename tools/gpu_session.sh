@@ -21,6 +21,9 @@
 #             cases on SM partitions, alone
 #   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
 #   ep        expert parallelism on R = 2 and 4 partitions: its GPU tests, then moejit_bench_ep
+#   small-b   two candidates for B <= 8, each checked first: two consumer warpgroups at B = 1 and four ring
+#             stages at B = 8 (`moejit run`), then both A/B'd in the bench twice
+#             (bench/results/2026-12-03-h200-small-batch-rounds.md)
 #   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
 #             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each), and
 #             ncu's issue activity of both at GLM5.2 B = 32
@@ -144,6 +147,17 @@ for step in "${steps[@]}"; do
             smsp__issue_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed.sum,gpu__time_duration.sum,dram__cycles_active.avg.pct_of_peak_sustained_elapsed \
             moejit_bench_moe --model glm5.2 --batches 32 $flag || exit 1; done'
       ;;
+    small-b)
+      for model in glm5.2 dsv4.1-flash; do
+        run "run-groups2-$model.log" moejit run --model "$model" --batch 1 --consumer-groups 2
+        run "run-stages4-$model.log" moejit run --model "$model" --batch 8 --stages 4
+      done
+      run bench-small-b.log bash -c 'for i in 1 2; do for model in glm5.2 dsv4.1-flash; do
+          echo "#### moejit_bench_moe --model $model --consumer-groups 2,3 --batches 1,2"
+          moejit_bench_moe --model $model --consumer-groups 2,3 --batches 1,2 || exit 1
+          for s in 4 7; do echo "#### moejit_bench_moe --model $model --stages $s --batches 8"
+            moejit_bench_moe --model $model --stages $s --batches 8 || exit 1; done; done; done'
+      ;;
     # SM partitions (green contexts) and layers planned for them: expert parallelism's ranks on one GPU.
     partitions)
       run gpu-tests-partitions.log moejit_gpu_tests --duration=true \
@@ -153,6 +167,6 @@ for step in "${steps[@]}"; do
       run gpu-tests-ep.log moejit_gpu_tests --duration=true -tc='expert parallelism*'
       run bench-ep.log moejit_bench_ep
       ;;
-    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python decoded partitions ep)" | tee -a "$OUT/summary.txt" ;;
+    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python small-b decoded partitions ep)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
