@@ -1,6 +1,7 @@
 // GPU tests: without a CUDA driver or GPU they report "skipped" (exit 77, which
 // ctest shows as skipped), never "passed". Listing or counting the cases runs
-// none and needs no GPU (tools/gpu_session.sh splits the suite by the count).
+// none and needs no GPU (tools/gpu_session.sh tests-par deals the cases out by
+// name and counts what each shard matches).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <fmt/format.h>
