@@ -13,9 +13,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -92,6 +95,7 @@ int run(int argc, char** argv) {
   // Tuning sweeps: --ctas-per-sm 2,3,4 and --consumer-groups 2,3 (each value, and each pair, a layer; 0 = as
   // planned), --model glm5.2
   std::vector<int> ctas_list = {0}, groups_list = {0};
+  std::vector<std::optional<codegen::Schedule>> schedule_list = {std::nullopt};  // --schedule planned,stream,units
   codegen::MoeCodegenOptions codegen_options;
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   bool shared_expert = false;
@@ -107,7 +111,21 @@ int run(int argc, char** argv) {
       ctas_list = bench::parse_int_list(a, argv[++i]);
     else if (a == "--consumer-groups" && i + 1 < argc)
       groups_list = bench::parse_int_list(a, argv[++i]);
-    else if (a == "--model" && i + 1 < argc) {
+    else if (a == "--schedule" && i + 1 < argc) {
+      schedule_list.clear();
+      std::string_view list = argv[++i];
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t end = std::min(list.find(',', at), list.size());
+        const std::string_view name = list.substr(at, end - at);
+        if (name == "planned")
+          schedule_list.push_back(std::nullopt);
+        else if (const auto s = codegen::parse_schedule(name))
+          schedule_list.push_back(*s);
+        else
+          throw std::invalid_argument(fmt::format("--schedule: '{}' is not one of planned, stream, units", name));
+        at = end + 1;
+      }
+    } else if (a == "--model" && i + 1 < argc) {
       const std::string name = argv[++i];
       models = {{name, codegen::builtin_model(name)}};
     } else if (a == "--config" && i + 1 < argc) {  // a JSON config (moejit plan --help) instead of the built-ins
@@ -137,7 +155,7 @@ int run(int argc, char** argv) {
                  "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model "
                  "glm5.2|dsv4.1-flash|gpt-oss-120b|gpt-oss-20b | --config FILE] "
                  "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] "
-                 "[--consumer-groups 2,3] [--tile-n N] "
+                 "[--consumer-groups 2,3] [--schedule planned,stream,units] [--tile-n N] "
                  "[--stages S] [--decoded-scales] [--shared-expert] [--trace] [--pdl]\n");
       return 2;
     }
@@ -154,7 +172,7 @@ int run(int argc, char** argv) {
              codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
-             "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs groups");
+             "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs groups schedule");
 
   if (shared_expert) {
     std::vector<Model> with;
@@ -175,21 +193,23 @@ int run(int argc, char** argv) {
     models = with;
   }
 
-  std::vector<std::pair<int, int>> layouts;  // (CTAs per SM, consumer warpgroups)
+  std::vector<std::tuple<int, int, std::optional<codegen::Schedule>>> layouts;  // CTAs per SM, groups, schedule
   for (int ctas : ctas_list)
-    for (int groups : groups_list) layouts.emplace_back(ctas, groups);
+    for (int groups : groups_list)
+      for (const auto& schedule : schedule_list) layouts.emplace_back(ctas, groups, schedule);
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
     codegen::MoeConfig config = m.config;
     config.recipe = recipe;
     const reference::MoeProblem p = oracle::problem_of(config);
     const oracle::RandomWeights weights = oracle::random_weights(p, rng(), {}, config.biases);
-    for (const auto& [ctas, groups] : layouts) {
+    for (const auto& [ctas, groups, schedule] : layouts) {
       runtime::MoeLayerOptions options;
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
       options.codegen = codegen_options;
       options.codegen.ctas_per_sm = ctas;
       options.codegen.consumer_groups = groups;
+      options.codegen.schedule = schedule;
       options.pdl = pdl;
       runtime::MoeLayer layer(config, weights.device(), options);
       const double expert_bytes = bench::expert_bytes(p, config.biases);
@@ -240,9 +260,10 @@ int run(int argc, char** argv) {
         const double floor_us = touched * expert_bytes / (bw * 1e9) * 1e6;
         const double med = median(us);
         const codegen::MoeLaunchPlan plan = layer.plan(b);
-        fmt::print("{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{} g{}\n",
+        fmt::print("{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{} g{} {}\n",
                    m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f),
-                   plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups);
+                   plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups,
+                   codegen::schedule_name(plan.schedule));
         if (trace) {
           // The last of a rotation over the sets (so the weights come from HBM), through its own graph.
           const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;

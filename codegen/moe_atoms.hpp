@@ -51,6 +51,9 @@ struct AtomTraits {
     int max_batch = 0;
     int stages = 0;
   } small_batch_ring = {};
+  // Up to this B the planner picks the unit schedule (Schedule::units) for a single-GPU layer whose partial rows
+  // fit the workspace; 0: never. Measured; only the sm90-fp8-wgmma atom runs it.
+  int unit_max_batch = 0;
 };
 
 // The atom for (target, path, recipe); nullptr when the target has no such path.

@@ -35,6 +35,10 @@ std::vector<std::pair<std::string, std::int64_t>> dims_constants(const contract:
           {"kCapacity", d.capacity}, {"kPath", d.path},  {"kShared", d.shared}};
 }
 
+int schedule_constant(const MoeLaunchPlan& plan) {
+  return plan.schedule == Schedule::units ? contract::kScheduleUnits : contract::kScheduleStream;
+}
+
 // The entry asserts the workspace layout the host carves.
 std::pair<std::string, std::int64_t> workspace_check(const contract::MoeDims& d) {
   return {fmt::format("moejit::contract::workspace_layout({{{}, {}, {}, {}, {}, {}, {}, {}, {}}}).fixed_bytes",
@@ -94,7 +98,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kDecoded", plan.decoded_scales ? 1 : 0},
                  {"kSubnormalScales", plan.subnormal_weight_scales ? 1 : 0},
                  {"kRanks", d.ranks},
-                 {"kEp", plan.ep.mode}};
+                 {"kEp", plan.ep.mode},
+                 {"kSchedule", schedule_constant(plan)}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";
@@ -138,6 +143,10 @@ KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan)
   s.constants.emplace_back("kHiddenIn", config.hidden);
   s.constants.emplace_back("kRanks", d.ranks);
   s.constants.emplace_back("kEp", plan.ep.mode);
+  // The unit schedule's partial rows sit after the compute grid's slots (contract::partials_offset); the
+  // stream schedule's finalize does not depend on the grid.
+  s.constants.emplace_back("kSchedule", schedule_constant(plan));
+  s.constants.emplace_back("kGrid", plan.schedule == Schedule::units ? plan.compute.grid : 0);
   s.params = {
       {"topk_ids", ParamType::ptr, "const moejit::i32*"},
       {"y", ParamType::ptr, "moejit::u16*"},

@@ -72,6 +72,58 @@ void validate(const MoeCodegenOptions& o) {
                                                  o.ctas_per_sm));
 }
 
+std::string_view schedule_name(Schedule s) {
+  return s == Schedule::units ? "units" : "stream";
+}
+std::optional<Schedule> parse_schedule(std::string_view text) {
+  if (text == "stream") return Schedule::stream;
+  if (text == "units") return Schedule::units;
+  return std::nullopt;
+}
+
+namespace {
+// The compute role's schedule; units runs two consumer warpgroups (items of kUnitTiles tiles).
+void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,
+                   const MoeCodegenOptions& options, const AtomTraits& atom) {
+  auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
+  const contract::MoeDims dims = workspace_dims(config, p.contract_path);
+  // The partial rows take the split-K slots' bytes, which grow with the grid: the smallest grid is the bound.
+  const bool runs = p.contract_path == contract::kPathSm90Fp8 && config.ranks == 1;
+  const long long room =
+      contract::workspace_bytes(dims, device.sm_count) - contract::partials_offset(dims, device.sm_count);
+  const bool fits = contract::unit_partial_bytes(dims, batch) <= room;
+  if (options.schedule == Schedule::units) {
+    if (!runs)
+      throw ConfigError("schedule", fmt::format("schedule = units is invalid for the {} atom{}: only the "
+                                                "sm90-fp8-wgmma atom on one GPU runs it",
+                                                atom.name, config.ranks > 1 ? " with expert parallelism" : ""));
+    if (!fits)
+      throw ConfigError("schedule", fmt::format("schedule = units is invalid at B = {}: its partial rows take {} B "
+                                                "and the workspace holds {} B for them (B <= {})",
+                                                batch, contract::unit_partial_bytes(dims, batch), room,
+                                                room / contract::unit_partial_bytes(dims, 1)));
+  }
+  const bool planned = !options.schedule && runs && fits && batch <= atom.unit_max_batch;
+  if (options.schedule != Schedule::units && !planned) {
+    note(fmt::format("schedule stream: each phase's K128 steps split evenly over the CTAs{}",
+                     options.schedule ? " (set by the options)" : ""));
+    return;
+  }
+  if (options.consumer_groups && options.consumer_groups != 2)
+    throw ConfigError("consumer_groups", fmt::format("consumer_groups = {} is invalid with schedule = units: its "
+                                                     "GEMM1 items are {} tiles over 2 warpgroups",
+                                                     options.consumer_groups, contract::kUnitTiles));
+  p.schedule = Schedule::units;
+  p.groups = 2;
+  note(
+      fmt::format("schedule units ({}): {} units per active expert (128 intermediate columns each: the GEMM1 rows "
+                  "and the GEMM2 K block they feed), whole, on 2 consumer warpgroups; finalize adds the partial rows",
+                  planned ? fmt::format("B <= {}, the {} atom's measured range", atom.unit_max_batch, atom.name)
+                          : std::string("set by the options"),
+                  padded_intermediate(config) / 128));
+}
+}  // namespace
+
 int compute_tile_n(int r) {
   const double want = r + 3.0 * std::sqrt(double(r));
   int tile = 16;
@@ -133,6 +185,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
     note(fmt::format("expert parallelism: {} consumer warpgroups, not the atom's {} (its route spans' registers)",
                      p.groups, atom->groups));
   }
+  plan_schedule(p, config, batch, device, options, *atom);
   p.tiles = atom->tiles / atom->groups * p.groups;  // the atom's tiles per warpgroup
   // Items cover `tiles` 64-row tiles; a token tile's last item of a projection (2I or H rows) holds the rest,
   // one the compute role runs (contract::last_item_runs), else the items halve.
@@ -143,6 +196,9 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   auto rest = [&p](int rows) { return contract::last_item_tiles(rows / 64, p.tiles); };
   auto rest_runs = [&](int rows) { return contract::last_item_runs(p.contract_path, p.groups, p.tiles, rest(rows)); };
   while (p.tiles > p.groups && !(rest_runs(2 * I) && rest_runs(H))) p.tiles /= 2;
+  if (p.schedule == Schedule::units && p.tiles != contract::kUnitTiles)
+    throw PlanError(fmt::format("{} B={}: the unit schedule needs items of {} tiles, and H = {} runs items of {}",
+                                config.name, batch, contract::kUnitTiles, H, p.tiles));
   const int rest1 = rest(2 * I), rest2 = rest(H);
   note(fmt::format("items of {} rows: {} tiles of 64 over {} consumer warpgroup(s){}", 64 * p.tiles, p.tiles, p.groups,
                    rest1 == p.tiles && rest2 == p.tiles
@@ -272,13 +328,27 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   } else {
     note("dispatch: not launched (the compute role reads the caller's MXFP8 x and routes by itself)");
   }
-  p.finalize = {true,
-                std::min(ceil_div(std::int64_t{batch} * config.hidden / 8, k_finalize_threads),
-                         k_streaming_ctas_per_sm * device.sm_count),
-                k_finalize_threads,
-                0,
-                1,
-                0};
+  if (p.schedule == Schedule::units) {
+    // A block per 128 columns of a token's y, a warp per route: each lane adds I/128 partial rows of 4 columns.
+    p.finalize = {true,
+                  static_cast<int>(batch * ceil_div(config.hidden, 128)),
+                  32 * (config.top_k + (config.shared_expert ? 1 : 0)),
+                  0,
+                  1,
+                  0};
+    note(
+        fmt::format("finalize: {} blocks (128 columns of a token's y) x {} threads (a warp per route adds its {} "
+                    "partial rows)",
+                    p.finalize.grid, p.finalize.threads, I / 128));
+  } else {
+    p.finalize = {true,
+                  std::min(ceil_div(std::int64_t{batch} * config.hidden / 8, k_finalize_threads),
+                           k_streaming_ctas_per_sm * device.sm_count),
+                  k_finalize_threads,
+                  0,
+                  1,
+                  0};
+  }
   const contract::MoeDims dims = workspace_dims(config, p.contract_path, p.ep.mode);
   p.workspace_bytes = contract::workspace_bytes(dims, p.compute.grid);
   return p;
@@ -306,6 +376,7 @@ void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
        {"tiles", p.tiles},
        {"tile_n", p.tile_n},
        {"stages", p.stages},
+       {"schedule", schedule_name(p.schedule)},
        {"decoded_scales", p.decoded_scales},
        {"subnormal_weight_scales", p.subnormal_weight_scales},
        {"ep", {{"mode", p.ep.mode}, {"modes", ep_mode_names(p.ep.mode)}, {"dispatch_sms", p.ep.dispatch_sms}}},

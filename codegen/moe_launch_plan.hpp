@@ -7,7 +7,9 @@
 // chain (planner.hpp, Geometry) stays the sm_120a/EP rule set beside it.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -18,6 +20,16 @@
 #include "templates/moe_contract.cuh"
 
 namespace moejit::codegen {
+
+// The compute role's schedule (contract::kScheduleStream / kScheduleUnits):
+// stream splits each phase's K128 steps evenly over the CTAs, and a GEMM2
+// step waits for the GEMM1 tiles it reads, run by whichever CTAs; units gives
+// each CTA whole (expert, K128 block of I) units, GEMM1 rows and the GEMM2
+// K block they feed, so no CTA waits for another, and finalize adds the
+// units' FP32 partial rows (small B, the sm90-fp8-wgmma atom, one GPU).
+enum class Schedule { stream, units };
+std::string_view schedule_name(Schedule s);  // "stream", "units"
+std::optional<Schedule> parse_schedule(std::string_view text);
 
 // Everything besides the config, B and the device that changes the emitted
 // kernels: a layer's options and the CLI's flags map onto this.
@@ -32,6 +44,7 @@ struct MoeCodegenOptions {
   // tile a warpgroup run their own count only). An A/B knob: the planner's choice is the atom's, two with
   // expert parallelism.
   int consumer_groups = 0;
+  std::optional<Schedule> schedule;  // unset: as planned
   // A decoder warp turns each stage's UE8M0 scale words into FP32 for the consumers (the sm90-fp8-wgmma
   // atom only; contract::compute_threads). Off by default: it gives the default's bits but runs 2-6 points of
   // the floor slower on the H200 (bench/results/2026-12-02-h200-decoded-and-ring-depth.md).
@@ -85,6 +98,7 @@ struct MoeLaunchPlan {
   int tiles = 0;            // 64-row weight tiles per item (tiles / groups per warpgroup)
   int tile_n = 0;           // widest token tile of an item (wgmma N); an item uses the smallest of 8/16/32/64 that fits
   int stages = 0;
+  Schedule schedule = Schedule::stream;
   bool decoded_scales = false;  // the compute CTA's scale decoder warp (MoeCodegenOptions::decoded_scales)
   // The fast atom's K-loop decodes weight scale code 0 as 2^-127 (MoeCodegenOptions::subnormal_weight_scales);
   // false on the other atoms, which do not read the codes in their loops this way.

@@ -79,7 +79,8 @@ __device__ __forceinline__ float gated_activation(float gate, float up, float cl
 }
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded, class Atom, int kRanks, int kEp>
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded, class Atom, int kRanks, int kEp,
+          int kSchedule>
 struct ComputeRole {
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
@@ -104,9 +105,13 @@ struct ComputeRole {
   static constexpr int kKb2 = kInter / 128;
   static_assert(kKb2 <= 32, "GEMM2 readiness is tracked in a 32-bit mask of K128 blocks");
   using Ring = StageRing<kPath, kTiles, kTileN, kStages, kDecoded != 0>;
-  using Walker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileN, kGrid, Atom, kSmem.shares>;
+  static constexpr bool kUnits = kSchedule == contract::kScheduleUnits;
+  using StreamWalker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileN, kGrid, Atom, kSmem.shares>;
+  using Walker = typename SelectType<kUnits, UnitWalker<kHidden, kInter, kTiles, kTileN, kGrid>, StreamWalker>::type;
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
-  static_assert(Walker::template costs_fit_32_bits<(kRanks * kCapacity + kTileN - 1) / kTileN>(),
+  static_assert(kSchedule == contract::kScheduleStream || kSchedule == contract::kScheduleUnits, "a schedule");
+  static_assert(!kUnits || kRanks == 1, "the unit schedule runs on one GPU: finalize adds its partial rows");
+  static_assert(StreamWalker::template costs_fit_32_bits<(kRanks * kCapacity + kTileN - 1) / kTileN>(),
                 "the schedule's cost into one expert fits 32 bits");
   static_assert(contract::last_item_runs(kPath, kGroups, kTiles, Shape::rest(0)) &&
                     contract::last_item_runs(kPath, kGroups, kTiles, Shape::rest(1)),
@@ -419,6 +424,15 @@ struct ComputeRole {
     while (walker.next(sg)) {
       // The activation producer stages the small rows by the same width (contract::segment_columns).
       const int n = contract::segment_columns(warp_uniform(sg.rows), kTileN);
+      if constexpr (kUnits) {
+        if (sg.phase == 1) {  // a unit's GEMM2 items (UnitWalker: mt 0 first), in one loop
+          if (n == 8)
+            unit_gemm2<8>(p, ring, cur, walker, sg, ws);
+          else
+            unit_gemm2<(kTileN >= 16 ? 16 : 8)>(p, ring, cur, walker, sg, ws);
+          continue;
+        }
+      }
       if (n == 8)
         segment<8>(p, ring, cur, walker, sg, ws, s_amax, tag);
       else if (n == 16)
@@ -462,6 +476,74 @@ struct ComputeRole {
       Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
     }
 
+    if constexpr (!kUnits) {
+      stream_pieces<N>(p, walker, sg, ws, acc, idle, tag);
+      if (sg.k0 > 0) return;  // a later piece: its owner finishes the item
+    }
+    if (idle) return trace_segment_done(p, sg.phase);
+#pragma unroll
+    for (int u = 0; u < kT; ++u)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) acc[u][i] *= Atom::kAccScale;
+    // A unit's GEMM2 is one K block of the route row: the first block's partial carries the bias.
+    if (p.b1 && (!kUnits || sg.phase == 0 || sg.k0 == 0)) add_biases<N>(p, sg, route, acc);
+    if (sg.phase == 0)
+      gemm1_epilogue<N>(p, sg, ws, route, acc, s_amax);
+    else if constexpr (kUnits)
+      unit_epilogue<N>(p, sg, ws, route, acc);
+    else
+      gemm2_epilogue<N>(sg, ws, route, acc);
+    trace_segment_done(p, sg.phase);
+  }
+
+  // The unit schedule's GEMM2 for one token tile of a unit: K block sg.k0 of
+  // every item of H, one step each, in one K-loop; each item's sums become
+  // partial rows as the next step's operands load. The walker's segments of
+  // the other items are the ones this loop ran.
+  template <int N>
+  __device__ static void unit_gemm2(const ComputeParams& p, const Ring& ring, StageCursor<kStages>& cur, Walker& walker,
+                                    const Segment& sg, const Workspace& ws) {
+    static_assert(kUnits && N <= 16, "the unit schedule runs on the fast atom, whose token tiles are at most 16 wide");
+    const int t = threadIdx.x % 4;
+    mbar_wait(&ring.full_x[cur.stage], cur.phase);
+    int route[N / 4];
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) route[2 * i + q] = ring.routes(cur.stage)[8 * i + 2 * t + q];
+    float acc[kT][N / 2];
+#pragma unroll
+    for (int u = 0; u < kT; ++u)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) acc[u][i] = 0.0f;
+    const int first_tile = warp_uniform(threadIdx.x / 128) * kT;
+    Atom::template mainloop_items<N, kT>(acc, ring, cur, Shape::mt(1), [&](int item, float(&sums)[kT][N / 2]) {
+      // A warpgroup past the tiles of a short last item ran on stale weights: nothing of it is stored.
+      if (first_tile < Shape::tiles(1, item)) {
+        Segment it = sg;
+        it.mt = item;
+#pragma unroll
+        for (int u = 0; u < kT; ++u)
+#pragma unroll
+          for (int i = 0; i < N / 2; ++i) sums[u][i] *= Atom::kAccScale;
+        if (p.b1 && it.k0 == 0) add_biases<N>(p, it, route, sums);
+        unit_epilogue<N>(p, it, ws, route, sums);
+      }
+#pragma unroll
+      for (int u = 0; u < kT; ++u)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) sums[u][i] = 0.0f;
+    });
+    Segment skipped;
+    for (int item = 1; item < Shape::mt(1); ++item) walker.next(skipped);
+    trace_segment_done(p, 1);
+  }
+
+  // The stream schedule's cut items: a later piece leaves its partial sums
+  // for the item's owner (and is done); the owner adds them.
+  template <int N>
+  __device__ static void stream_pieces(const ComputeParams& p, const Walker& walker, const Segment& sg,
+                                       const Workspace& ws, float (&acc)[kT][N / 2], bool idle, int tag) {
     const int kbs = Shape::kb(sg.phase);
     const int slot = sg.phase * kGrid;
     constexpr int kSlotFloats = int(contract::partial_slot_floats());
@@ -502,17 +584,6 @@ struct ComputeRole {
             for (int i = 0; i < N / 2; ++i) acc[u][i] += ld_cg(theirs + u * (N / 2) + i);
       }
     }
-    if (idle) return trace_segment_done(p, sg.phase);
-#pragma unroll
-    for (int u = 0; u < kT; ++u)
-#pragma unroll
-      for (int i = 0; i < N / 2; ++i) acc[u][i] *= Atom::kAccScale;
-    if (p.b1) add_biases<N>(p, sg, route, acc);
-    if (sg.phase == 0)
-      gemm1_epilogue<N>(p, sg, ws, route, acc, s_amax);
-    else
-      gemm2_epilogue<N>(sg, ws, route, acc);
-    trace_segment_done(p, sg.phase);
   }
 
   // The last write wins: the end of this CTA's last GEMM1 segment, and of its last segment.
@@ -691,6 +762,31 @@ struct ComputeRole {
     }
   }
 
+  // The unit schedule's GEMM2: rows h and h + 8 of each route's FP32 partial row of K block sg.k0
+  // (contract::unit_partial_bytes), unrounded: finalize adds the I/128 blocks, then rounds the route row.
+  template <int N>
+  __device__ static void unit_epilogue(const ComputeParams& p, const Segment& sg, const Workspace& ws,
+                                       const int (&route)[N / 4], const float (&acc)[kT][N / 2]) {
+    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const u64 routed = u64(p.tokens) * kTopK;
+#pragma unroll
+    for (int u = 0; u < kT; ++u) {
+      const int h = (sg.mt * kTiles + group * kT + u) * 64 + warp * 16 + g;
+#pragma unroll
+      for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int col = 8 * i + 2 * t + q, r = route[2 * i + q];
+          if (col >= sg.rows) continue;
+          const u64 row = kShared && r >= kSharedRoute0 ? routed + u64(r - kSharedRoute0) : u64(r);
+          float* out = ws.partials + (row * kKb2 + u64(sg.k0)) * kHidden;
+          out[h] = acc[u][4 * i + q];
+          out[h + 8] = acc[u][4 * i + 2 + q];
+        }
+    }
+  }
+
   // --------------------------------------------------------------------- run
   __device__ static void run(const ComputeParams& p) {
     extern __shared__ __align__(1024) u8 smem[];
@@ -803,32 +899,32 @@ struct ComputeRole {
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks, kEp>::run(p);
+              kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks, kEp, kSchedule>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Bf16, kRanks, kEp>::run(p);
+              kShared, kDecoded, AtomSm90Bf16, kRanks, kEp, kSchedule>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Bf16W4A16, kRanks, kEp>::run(p);
+              kShared, kDecoded, AtomSm90Bf16W4A16, kRanks, kEp, kSchedule>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm120, kRanks, kEp>::run(p);
+              kShared, kDecoded, AtomSm120, kRanks, kEp, kSchedule>::run(p);
 }
 #endif
 

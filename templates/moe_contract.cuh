@@ -314,8 +314,33 @@ MOEJIT_HD constexpr WorkspaceLayout workspace_layout(MoeDims d) {
 MOEJIT_HD constexpr long long partials_offset(MoeDims d, int grid) {
   return workspace_layout(d).fixed_bytes + align_up(4LL * 2 * grid, 256);
 }
+
+// The compute role's schedules (codegen::Schedule):
+//  - stream: GEMM1 then GEMM2, each phase's K128 steps split evenly over the
+//    CTAs (stream-K); a GEMM2 step waits for the GEMM1 tiles of its K block,
+//    whichever CTAs ran them.
+//  - units (small B): a unit is (active expert, K128 block s of I): GEMM1 of
+//    the 4 tiles of block s, then GEMM2's K block s over all of H. A unit's
+//    GEMM2 reads only its own GEMM1 rows, so no CTA waits for another; each
+//    unit leaves FP32 partial rows and finalize adds an expert's I/128 of them.
+constexpr int kScheduleStream = 0, kScheduleUnits = 1;
+constexpr int kUnitTiles = 4;  // a unit's GEMM1 item: the 64-row tiles of 128 intermediate columns
+// The unit schedule's partial rows: float [B (k + shared)][I/128][H], route t k + j at row t k + j, the shared
+// route of token t at B k + t. They take the split-K slots' bytes (partials_offset), which this schedule leaves
+// unused, so the workspace is the same for every schedule and batch (workspace_bytes).
+MOEJIT_HD constexpr long long unit_partial_bytes(MoeDims d, long long tokens) {
+  return 4LL * tokens * (d.top_k + d.shared) * (d.inter / 128) * d.hidden;
+}
+// The tail holds the unit rows of up to kUnitTokens tokens (the schedule's range) where a layer can run it.
+constexpr int kUnitTokens = 8;
 MOEJIT_HD constexpr long long workspace_bytes(MoeDims d, int grid) {
-  return partials_offset(d, grid) + 4LL * 2 * grid * partial_slot_floats();
+  const long long slots = 4LL * 2 * grid * partial_slot_floats();
+  const bool unit_rows = d.path == kPathSm90Fp8 && d.ranks == 1;  // the layers that can run the schedule
+  const long long units = unit_rows ? unit_partial_bytes(d, d.capacity < kUnitTokens ? d.capacity : kUnitTokens) : 0;
+  return partials_offset(d, grid) + (slots > units ? slots : units);
+}
+MOEJIT_HD constexpr bool unit_partials_fit(MoeDims d, int grid, long long tokens) {
+  return unit_partial_bytes(d, tokens) <= workspace_bytes(d, grid) - partials_offset(d, grid);
 }
 
 // Whether the compute role balances its stream-K shares by step cost (the

@@ -15,10 +15,58 @@ namespace moejit {
 // role: this grid first waits until each has finished the forward (moe_ep.cuh).
 // With kEpStagedReturns they stayed in the relay arena of the rank that
 // computed them (the owner of the route's expert) and are read from there.
+//
+// With the unit schedule (contract::kScheduleUnits) a route's row is first the
+// FP32 sum of its I/128 partial rows, in block order, rounded to BF16: block b
+// is a token's 128 columns of y, warp j its route j (k routed, then the
+// shared one), lane its 4 columns; warp 0 then adds the k rows as above.
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
-          int kRanks = 1, int kEp = 0>
+          int kGrid>
+__device__ void finalize_units(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, const u8* ws) {
+  constexpr int kRoutes = kTopK + kShared, kKb2 = kInter / 128, kChunks = (kHiddenIn + 127) / 128;
+  constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared};
+  static_assert(kHiddenIn % 4 == 0, "a lane's 4 columns");
+  __shared__ float4 rows[kRoutes][32];
+  const int j = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const u32 token = blockIdx.x / kChunks;
+  const int h = (blockIdx.x % kChunks) * 128 + 4 * lane;
+  bool poison = false;
+  float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (j < kTopK) poison = unsigned(topk_ids[u64(token) * kTopK + j]) >= unsigned(kExperts);
+  if (!poison && h < kHiddenIn) {
+    const u64 row = j < kTopK ? u64(token) * kTopK + j : u64(tokens) * kTopK + token;
+    const float* part =
+        reinterpret_cast<const float*>(ws + contract::partials_offset(d, kGrid)) + row * kKb2 * kHidden + h;
+    float4 v[kKb2];
+#pragma unroll
+    for (int s = 0; s < kKb2; ++s) v[s] = __ldcg(reinterpret_cast<const float4*>(part + u64(s) * kHidden));
+#pragma unroll
+    for (int s = 0; s < kKb2; ++s) sum.x += v[s].x, sum.y += v[s].y, sum.z += v[s].z, sum.w += v[s].w;
+  }
+  auto bf16 = [](float v) { return bf16_to_float(float_to_bf16_rne(v)); };
+  rows[j][lane] = make_float4(bf16(sum.x), bf16(sum.y), bf16(sum.z), bf16(sum.w));
+  poison = __syncthreads_or(poison) != 0;
+  if (j != 0 || h >= kHiddenIn) return;
+  float4 t = rows[0][lane];
+#pragma unroll
+  for (int r = 1; r < kRoutes; ++r)
+    t.x += rows[r][lane].x, t.y += rows[r][lane].y, t.z += rows[r][lane].z, t.w += rows[r][lane].w;
+  auto pair = [&](float a, float b) {
+    return poison ? 0x7FC07FC0u : u32(float_to_bf16_rne(a)) | u32(float_to_bf16_rne(b)) << 16;
+  };
+  const u32 lo = pair(t.x, t.y), hi = pair(t.z, t.w);
+  *reinterpret_cast<uint2*>(y + u64(token) * kHiddenIn + h) = make_uint2(lo, hi);
+}
+
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kGrid = 0>
 __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, u8* ws) {
   griddep_wait();  // the arena rows are the compute role's
+  if constexpr (kSchedule == contract::kScheduleUnits) {
+    static_assert(kRanks == 1 && kPath == contract::kPathSm90Fp8, "the unit schedule: one GPU, the fast path");
+    return finalize_units<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kHiddenIn, kGrid>(topk_ids, y,
+                                                                                                         tokens, ws);
+  }
   constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks, kEp};
   constexpr contract::WorkspaceLayout l = contract::workspace_layout(d);
   constexpr bool kStaged = kRanks > 1 && (kEp & contract::kEpStagedReturns);

@@ -364,6 +364,75 @@ struct SegmentWalker {
   }
 };
 
+// The unit schedule's walk (contract::kScheduleUnits): unit u = a * I/128 + s
+// is GEMM1 item s of active expert a (its 4 tiles are the intermediate
+// columns of K128 block s of GEMM2), whole, for each of a's token tiles, then
+// GEMM2's K step s of every item of H for each of them. CTA b runs the units
+// whose cost prefix (a unit costs its expert's token tiles) starts in
+// [T b / G, T (b + 1) / G): every GEMM1 segment of its units, then every
+// GEMM2 one, so only its first GEMM2 step can wait for its inputs, and on
+// this CTA's own epilogue. Units are never cut: at small B there are about as
+// many as CTAs, and a cut would bring back the cross-CTA wait.
+template <int kHidden, int kInter, int kTiles, int kTileN, int kGrid>
+struct UnitWalker {
+  using Shape = PhaseShape<kHidden, kInter, kTiles>;
+  static_assert(kTiles == contract::kUnitTiles, "a unit's GEMM1 item is the tiles of one K128 block of I");
+  static constexpr unsigned kKb2 = kInter / 128;
+  const RouteTables* t;
+  int phase;
+  int unit, unit_end;  // this CTA's units [unit, unit_end) of the phase
+  int j, mt;           // the token tile of the unit, and (GEMM2) the item
+
+  template <int kThreads>
+  __device__ static void fill_shares(const RouteTables&) {}
+  __device__ explicit UnitWalker(const RouteTables* tables) : t(tables) { start_phase(0); }
+  __device__ void start_phase(int p) {
+    phase = p;
+    unit = first_unit(cta_index());
+    unit_end = first_unit(cta_index() + 1);
+    j = mt = 0;
+  }
+  // The first unit whose cost prefix tile0[a] kKb2 + s n_a (n_a: a's token tiles) is at least T b / G. 32-bit
+  // divisions: by a run-time value, a 64-bit one is a helper call (see SegmentWalker).
+  __device__ int first_unit(int b) const {
+    if (b >= kGrid || t->n_active == 0) return t->n_active * int(kKb2);
+    const unsigned at = unsigned((unsigned long long)(unsigned(t->tiles) * kKb2) * unsigned(b) / kGrid);
+    const int a = last_where(t->n_active, [&](int x) { return unsigned(t->tile0[x]) * kKb2 <= at; });
+    const unsigned n = unsigned(t->tile0[a + 1] - t->tile0[a]), x = at - unsigned(t->tile0[a]) * kKb2;  // x < n kKb2
+    return a * int(kKb2) + int((x + n - 1) / n);
+  }
+
+  __device__ bool next(Segment& sg) {
+    while (unit >= unit_end) {
+      if (phase == 1) return false;
+      start_phase(1);
+    }
+    const int a = int(unsigned(unit) / kKb2), s = int(unsigned(unit) % kKb2);
+    sg.phase = phase;
+    sg.a = a;
+    sg.j = j;
+    sg.expert = t->active[a];
+    sg.rows = min(kTileN, t->count[a] - j * kTileN);
+    sg.mt = phase == 0 ? s : mt;
+    sg.k0 = phase == 0 ? 0 : s;
+    sg.k1 = phase == 0 ? Shape::kb(0) : s + 1;
+    if (phase == 0 || ++mt == Shape::mt(1)) {
+      mt = 0;
+      if (++j == t->tile0[a + 1] - t->tile0[a]) j = 0, ++unit;
+    }
+    return true;
+  }
+};
+
+template <bool kFirst, class A, class B>
+struct SelectType {
+  using type = A;
+};
+template <class A, class B>
+struct SelectType<false, A, B> {
+  using type = B;
+};
+
 // Route list of token tile j of `expert`: column c < rows gets the route r
 // (t * k + slot) of rank j * tile_n + c among the expert's routes in route
 // order. Every lane returns the route of column `lane` (and `lane + 32` in

@@ -27,6 +27,11 @@ std::vector<OptionSpec> codegen_option_specs() {
        "consumer warpgroups of the compute CTA, 1..3, each on the atom's tiles per warpgroup (default: planned, "
        "3 for the fast atom on one GPU)",
        "G"},
+      {"schedule", true,
+       "the compute role's schedule: stream (each phase's K128 steps split evenly over the CTAs) or units "
+       "(small B, the fast path on one GPU: whole (expert, 128 intermediate columns) units, no CTA waits for "
+       "another; finalize adds their partial rows); default: planned",
+       "S"},
       {"decoded-scales", false,
        "a decoder warp turns the fast path's UE8M0 scale words into FP32 for the consumers (default: off; "
        "measured 2-6 points of the floor slower on the H200)"},
@@ -56,6 +61,11 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
   o.stages = static_cast<int>(args.get_int("stages", 0, 0, 16));
   o.ctas_per_sm = static_cast<int>(args.get_int("ctas-per-sm", 0, 0, 8));
   o.consumer_groups = static_cast<int>(args.get_int("consumer-groups", 0, 0, contract::kMaxGroups));
+  if (auto s = args.get("schedule")) {
+    const auto parsed = codegen::parse_schedule(*s);
+    if (!parsed) throw UsageError(fmt::format("--schedule: '{}' is not one of stream, units", excerpt(*s)));
+    o.schedule = *parsed;
+  }
   o.decoded_scales = args.has("decoded-scales");
   o.subnormal_weight_scales = args.has("subnormal-weight-scales");
   if (auto m = args.get("ep-mode")) {

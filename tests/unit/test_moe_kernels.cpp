@@ -190,6 +190,62 @@ TEST_CASE("the fast atom's ring is 5 stages deep up to B = 4, as deep as SMEM al
   }
 }
 
+TEST_CASE(
+    "the unit schedule: two warpgroups on items of 4 tiles, a finalize warp per route, refused where it cannot run") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const bool shared : {false, true})
+    for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+      CAPTURE(model);
+      CAPTURE(shared);
+      const codegen::MoeConfig c = codegen::builtin_model(model, shared);
+      codegen::MoeCodegenOptions o;
+      o.path = codegen::ComputePath::fast;
+      o.schedule = codegen::Schedule::stream;
+      const codegen::MoeLaunchPlan stream = codegen::plan_launch(c, 8, h200, o);
+      o.schedule = codegen::Schedule::units;
+      for (int b = 1; b <= contract::kUnitTokens; ++b) {
+        const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, o);
+        CHECK(plan.schedule == codegen::Schedule::units);
+        CHECK(plan.groups == 2);
+        CHECK(plan.tiles == contract::kUnitTiles);
+        CHECK(plan.finalize.grid == b * ((c.hidden + 127) / 128));
+        CHECK(plan.finalize.threads == 32 * (c.top_k + (shared ? 1 : 0)));
+        CHECK(plan.workspace_bytes == stream.workspace_bytes);  // one workspace for every schedule and batch
+        CHECK(contract::unit_partials_fit(codegen::workspace_dims(c, plan.contract_path), plan.compute.grid, b));
+        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kSchedule") == contract::kScheduleUnits);
+        CHECK(constant_of(codegen::moe_finalize_spec(c, plan), "kSchedule") == contract::kScheduleUnits);
+        CHECK(constant_of(codegen::moe_finalize_spec(c, plan), "kGrid") == plan.compute.grid);
+      }
+      CHECK(stream.schedule == codegen::Schedule::stream);
+      CHECK(constant_of(codegen::moe_compute_spec(c, stream), "kSchedule") == contract::kScheduleStream);
+      CHECK(constant_of(codegen::moe_finalize_spec(c, stream), "kGrid") == 0);
+      CHECK_THROWS_AS(codegen::plan_launch(c, contract::kUnitTokens + 1, h200, o), codegen::ConfigError);
+      o.consumer_groups = 3;
+      CHECK_THROWS_AS(codegen::plan_launch(c, 1, h200, o), codegen::ConfigError);
+      o.consumer_groups = 0;
+      o.path = codegen::ComputePath::exact;
+      CHECK_THROWS_AS(codegen::plan_launch(c, 1, h200, o), codegen::ConfigError);
+    }
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  codegen::MoeCodegenOptions o;
+  o.schedule = codegen::Schedule::units;
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(glm, 16, h200, o),
+                       "schedule = units is invalid at B = 16: its partial rows take 50331648 B and the workspace "
+                       "holds 25165824 B for them (B <= 8)",
+                       codegen::ConfigError);
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(glm, 1, h200, {.path = codegen::ComputePath::exact, .schedule = codegen::Schedule::units}),
+      "schedule = units is invalid for the sm90-bf16-mma atom: only the sm90-fp8-wgmma atom on one "
+      "GPU runs it",
+      codegen::ConfigError);
+  codegen::MoeConfig ep = glm;
+  ep.ranks = 2;
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(ep, 1, h200, o),
+                       "schedule = units is invalid for the sm90-fp8-wgmma atom with expert parallelism: only the "
+                       "sm90-fp8-wgmma atom on one GPU runs it",
+                       codegen::ConfigError);
+}
+
 TEST_CASE("decoded scales add a decoder warp and its SMEM to the fast atom's compute kernel, and nothing else") {
   const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");

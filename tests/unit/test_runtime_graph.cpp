@@ -126,10 +126,21 @@ TEST_CASE("the workspace layout: 256-byte aligned regions in order, the grid-siz
       contract::workspace_layout({256, 8, 6144, 2048, 256, contract::kPathSm90Bf16, 0});
   CHECK(exact.handoff - exact.x_bf16 == 2LL * 256 * 6144);  // the exact path's image of x
   CHECK(exact.handoff_s - exact.handoff == 2LL * 256 * 8 * 2048);
-  // The partial slots follow the flags and grow with the grid.
+  // The partial slots follow the flags and grow with the grid; the same bytes hold the unit schedule's partial
+  // rows of up to kUnitTokens tokens (GLM5.2's at 8 tokens: 25 MB, more than 132 CTAs' slots), on the fast path.
   CHECK(contract::partials_offset(d, 132) >= l.fixed_bytes + 4 * 2 * 132);
-  CHECK(contract::workspace_bytes(d, 264) - contract::workspace_bytes(d, 132) >=
-        4LL * 2 * 132 * contract::partial_slot_floats());
+  const long long units = 4LL * contract::kUnitTokens * 8 * (2048 / 128) * 6144;
+  CHECK(contract::unit_partial_bytes(d, contract::kUnitTokens) == units);
+  for (int grid : {132, 264}) {
+    CAPTURE(grid);
+    const long long slots = 4LL * 2 * grid * contract::partial_slot_floats();
+    CHECK(contract::workspace_bytes(d, grid) - contract::partials_offset(d, grid) == std::max(slots, units));
+    CHECK(contract::unit_partials_fit(d, grid, contract::kUnitTokens));
+    CHECK_FALSE(contract::unit_partials_fit(d, grid, 2 * contract::kUnitTokens + 1));
+  }
+  const contract::MoeDims exact_dims{256, 8, 6144, 2048, 256, contract::kPathSm90Bf16, 0};
+  CHECK(contract::workspace_bytes(exact_dims, 132) - contract::partials_offset(exact_dims, 132) ==
+        4LL * 2 * 132 * contract::partial_slot_floats());  // no unit rows where the schedule cannot run
 }
 
 TEST_CASE("the role kernels keep programmatic dependent launch in their PTX") {
