@@ -102,8 +102,14 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                                                 "and the workspace holds {} B for them (B <= {})",
                                                 batch, contract::unit_partial_bytes(dims, batch), room,
                                                 room / contract::unit_partial_bytes(dims, 1)));
+    if (options.decoded_scales)
+      throw ConfigError("schedule",
+                        "schedule = units is invalid with decoded_scales = true: the unit schedule has "
+                        "not been run with a decoder warp");
   }
-  const bool planned = !options.schedule && runs && fits && batch <= atom.unit_max_batch;
+  // Planned only where nothing set asks for what it does not run (three warpgroups, a decoder warp).
+  const bool planned = !options.schedule && runs && fits && batch <= atom.unit_max_batch &&
+                       (options.consumer_groups == 0 || options.consumer_groups == 2) && !options.decoded_scales;
   if (options.schedule != Schedule::units && !planned) {
     note(fmt::format("schedule stream: each phase's K128 steps split evenly over the CTAs{}",
                      options.schedule ? " (set by the options)" : ""));

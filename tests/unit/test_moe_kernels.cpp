@@ -227,8 +227,28 @@ TEST_CASE(
       CHECK_THROWS_AS(codegen::plan_launch(c, 1, h200, o), codegen::ConfigError);
     }
   const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  // Planned at B = 1 (the atom's measured range) on the fast path of one GPU, unless the options ask for what it
+  // does not run.
+  CHECK(codegen::plan_launch(glm, 1, h200).schedule == codegen::Schedule::units);
+  CHECK(codegen::plan_launch(codegen::builtin_model("dsv4.1-flash", true), 1, h200).schedule ==
+        codegen::Schedule::units);
+  CHECK(codegen::plan_launch(glm, 2, h200).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.path = codegen::ComputePath::exact}).schedule ==
+        codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.consumer_groups = 3}).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.decoded_scales = true}).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.schedule = codegen::Schedule::stream}).schedule ==
+        codegen::Schedule::stream);
+  codegen::MoeConfig ranks2 = glm;
+  ranks2.ranks = 2;
+  CHECK(codegen::plan_launch(ranks2, 1, h200).schedule == codegen::Schedule::stream);
   codegen::MoeCodegenOptions o;
   o.schedule = codegen::Schedule::units;
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(glm, 1, h200, {.schedule = codegen::Schedule::units, .decoded_scales = true}),
+      "schedule = units is invalid with decoded_scales = true: the unit schedule has not been run "
+      "with a decoder warp",
+      codegen::ConfigError);
   CHECK_THROWS_WITH_AS(codegen::plan_launch(glm, 16, h200, o),
                        "schedule = units is invalid at B = 16: its partial rows take 50331648 B and the workspace "
                        "holds 25165824 B for them (B <= 8)",
