@@ -211,8 +211,14 @@ TEST_CASE("a traced forward records each compute CTA's milestones in order and g
       CHECK(at(contract::kTraceEntry) > 0);
       CHECK(at(contract::kTraceEntry) <= at(contract::kTraceScheduled));
       CHECK(at(contract::kTraceScheduled) <= at(contract::kTraceActStart));
-      CHECK(at(contract::kTraceScheduled) <= at(contract::kTraceWeightFirst));
-      CHECK(at(contract::kTraceWeightFirst) <= at(contract::kTraceWeightLast));
+      // The unit schedule leaves CTAs without a unit where there are fewer than the grid (B = 1 here: 32 units):
+      // they stream nothing, and have no weight milestones.
+      const bool streamed = at(contract::kTraceSteps0) + at(contract::kTraceSteps1) > 0;
+      CHECK((streamed || plan.schedule == codegen::Schedule::units));
+      if (streamed) {
+        CHECK(at(contract::kTraceScheduled) <= at(contract::kTraceWeightFirst));
+        CHECK(at(contract::kTraceWeightFirst) <= at(contract::kTraceWeightLast));
+      }
       CHECK(at(contract::kTraceConsumerPhase1) <= at(contract::kTraceConsumerDone));
       CHECK(at(contract::kTraceConsumerDone) <= at(contract::kTraceExit));
       CHECK(at(contract::kTraceExit) - at(contract::kTraceEntry) < 1'000'000'000ull);  // nanoseconds, not garbage
