@@ -444,25 +444,34 @@ struct ComputeRole {
     }
   }
 
+  // The route of each of this thread's token columns 8i + 2t + q, from the
+  // segment's first stage (waiting is idempotent: the stage cannot move on
+  // before this warp releases it).
   template <int N>
-  __device__ static void segment(const ComputeParams& p, const Ring& ring, StageCursor<kStages>& cur,
-                                 const Walker& walker, const Segment& sg, const Workspace& ws, float* s_amax, int tag) {
-    const int lane = threadIdx.x % 32, t = lane % 4;
-    // The route of each of this thread's token columns 8i + 2t + q, from the
-    // segment's first stage (waiting is idempotent: the stage cannot move on
-    // before this warp releases it).
+  __device__ static void stage_routes(const Ring& ring, const StageCursor<kStages>& cur, int (&route)[N / 4]) {
+    const int t = threadIdx.x % 4;
     mbar_wait(&ring.full_x[cur.stage], cur.phase);
-    int route[N / 4];
 #pragma unroll
     for (int i = 0; i < N / 8; ++i)
 #pragma unroll
       for (int q = 0; q < 2; ++q) route[2 * i + q] = ring.routes(cur.stage)[8 * i + 2 * t + q];
-
-    float acc[kT][N / 2];
+  }
+  template <int N>
+  __device__ static void fill(float (&acc)[kT][N / 2], float v) {
 #pragma unroll
     for (int u = 0; u < kT; ++u)
 #pragma unroll
-      for (int i = 0; i < N / 2; ++i) acc[u][i] = 0.0f;
+      for (int i = 0; i < N / 2; ++i) acc[u][i] = v;
+  }
+
+  template <int N>
+  __device__ static void segment(const ComputeParams& p, const Ring& ring, StageCursor<kStages>& cur,
+                                 const Walker& walker, const Segment& sg, const Workspace& ws, float* s_amax, int tag) {
+    const int lane = threadIdx.x % 32;
+    int route[N / 4];
+    stage_routes<N>(ring, cur, route);
+    float acc[kT][N / 2];
+    fill<N>(acc, 0.0f);
     // A warpgroup past the tiles of a short item: its stages, its part in the item's barriers, nothing else.
     const bool idle = warp_uniform(threadIdx.x / 128) * kT >= Shape::tiles(sg.phase, sg.mt);
     if (idle) {
@@ -504,18 +513,10 @@ struct ComputeRole {
   __device__ static void unit_gemm2(const ComputeParams& p, const Ring& ring, StageCursor<kStages>& cur, Walker& walker,
                                     const Segment& sg, const Workspace& ws) {
     static_assert(kUnits && N <= 16, "the unit schedule runs on the fast atom, whose token tiles are at most 16 wide");
-    const int t = threadIdx.x % 4;
-    mbar_wait(&ring.full_x[cur.stage], cur.phase);
     int route[N / 4];
-#pragma unroll
-    for (int i = 0; i < N / 8; ++i)
-#pragma unroll
-      for (int q = 0; q < 2; ++q) route[2 * i + q] = ring.routes(cur.stage)[8 * i + 2 * t + q];
+    stage_routes<N>(ring, cur, route);
     float acc[kT][N / 2];
-#pragma unroll
-    for (int u = 0; u < kT; ++u)
-#pragma unroll
-      for (int i = 0; i < N / 2; ++i) acc[u][i] = 0.0f;
+    fill<N>(acc, 0.0f);
     const int first_tile = warp_uniform(threadIdx.x / 128) * kT;
     Atom::template mainloop_items<N, kT>(acc, ring, cur, Shape::mt(1), [&](int item, float(&sums)[kT][N / 2]) {
       // A warpgroup past the tiles of a short last item ran on stale weights: nothing of it is stored.
@@ -529,10 +530,7 @@ struct ComputeRole {
         if (p.b1 && it.k0 == 0) add_biases<N>(p, it, route, sums);
         unit_epilogue<N>(p, it, ws, route, sums);
       }
-#pragma unroll
-      for (int u = 0; u < kT; ++u)
-#pragma unroll
-        for (int i = 0; i < N / 2; ++i) sums[u][i] = 0.0f;
+      fill<N>(sums, 0.0f);
     });
     Segment skipped;
     for (int item = 1; item < Shape::mt(1); ++item) walker.next(skipped);
