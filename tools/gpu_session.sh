@@ -21,9 +21,9 @@
 #             cases on SM partitions, alone
 #   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
 #   ep        expert parallelism on R = 2 and 4 partitions: its GPU tests, then moejit_bench_ep
-#   small-b   two candidates for B <= 8, each checked first: two consumer warpgroups at B = 1 and four ring
-#             stages at B = 8 (`moejit run`), then both A/B'd in the bench twice
-#             (bench/results/2026-12-03-h200-small-batch-rounds.md)
+#   small-b   the B <= 8 candidates, each checked first (`moejit run`): the unit schedule against stream at
+#             B = 1, 2, 4, 8 and four ring stages at B = 8, both A/B'd in the bench twice
+#             (bench/results/2026-12-03-h200-unit-schedule.md)
 #   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
 #             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each), and
 #             ncu's issue activity of both at GLM5.2 B = 32
@@ -98,6 +98,10 @@ for step in "${steps[@]}"; do
       done
       wait
       run gpu-tests-partitions-alone.log moejit_gpu_tests --duration=true -tc="${alone%,}"
+      # A call returns a limited number of files (a shard's log was once left out): the failed checks also go to
+      # stdout, which always comes back.
+      grep -h -B3 -A8 -E "ERROR:|FATAL ERROR" "$LOGS"/gpu-tests-shard*.log "$LOGS"/gpu-tests-partitions-alone.log |
+        head -120
       ;;
     memcheck)
       for path in exact fast; do
@@ -149,12 +153,12 @@ for step in "${steps[@]}"; do
       ;;
     small-b)
       for model in glm5.2 dsv4.1-flash; do
-        run "run-groups2-$model.log" moejit run --model "$model" --batch 1 --consumer-groups 2
+        run "run-units-$model.log" moejit run --model "$model" --batch 2 --schedule units
         run "run-stages4-$model.log" moejit run --model "$model" --batch 8 --stages 4
       done
       run bench-small-b.log bash -c 'for i in 1 2; do for model in glm5.2 dsv4.1-flash; do
-          echo "#### moejit_bench_moe --model $model --consumer-groups 2,3 --batches 1,2"
-          moejit_bench_moe --model $model --consumer-groups 2,3 --batches 1,2 || exit 1
+          echo "#### moejit_bench_moe --model $model --schedule stream,units --batches 1,2,4,8"
+          moejit_bench_moe --model $model --schedule stream,units --batches 1,2,4,8 || exit 1
           for s in 4 7; do echo "#### moejit_bench_moe --model $model --stages $s --batches 8"
             moejit_bench_moe --model $model --stages $s --batches 8 || exit 1; done; done; done'
       ;;
