@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <string>
 
 #include "templates/moe_contract.cuh"
 
@@ -81,14 +82,10 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
   try {
     codegen::validate(o);
   } catch (const codegen::ConfigError& e) {
-    throw UsageError(fmt::format("--{}: {}",
-                                 e.field() == "ctas_per_sm"       ? "ctas-per-sm"
-                                 : e.field() == "consumer_groups" ? "consumer-groups"
-                                 : e.field() == "tile_n"          ? "tile-n"
-                                 : e.field() == "ep_mode"         ? "ep-mode"
-                                 : e.field() == "dispatch_sms"    ? "dispatch-sms"
-                                                                  : e.field(),
-                                 e.what()));
+    // Each option's flag is its field's name with hyphens (codegen_option_specs).
+    std::string flag(e.field());
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    throw UsageError(fmt::format("--{}: {}", flag, e.what()));
   }
   return o;
 }
