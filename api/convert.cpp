@@ -72,6 +72,13 @@ codegen::MoeCodegenOptions codegen_options(const LayerOptions& o) {
   c.tile_n = o.tile_n;
   c.stages = o.stages;
   c.ctas_per_sm = o.ctas_per_sm;
+  if (!o.schedule.empty()) {
+    const auto schedule = codegen::parse_schedule(o.schedule);
+    if (!schedule)
+      throw Error("schedule",
+                  fmt::format("schedule = '{}' is invalid: must be stream, units or empty (as planned)", o.schedule));
+    c.schedule = *schedule;
+  }
   if (!o.ep_mode.empty()) {
     const auto mode = codegen::parse_ep_mode(o.ep_mode);
     if (!mode)
@@ -111,6 +118,7 @@ Plan to_public(const codegen::MoeLaunchPlan& p) {
   out.batch = p.batch;
   out.tile_n = p.tile_n;
   out.stages = p.stages;
+  out.schedule = std::string(codegen::schedule_name(p.schedule));
   out.ep_mode = codegen::ep_mode_names(p.ep.mode);
   out.dispatch_sms = p.ep.dispatch_sms;
   out.dispatch = to_public(p.dispatch);

@@ -84,6 +84,9 @@ struct LayerOptions {
   int tile_n = 0;           // tuning overrides, 0: as planned
   int stages = 0;
   int ctas_per_sm = 0;
+  // The compute role's schedule: "" as planned, "stream" or "units" (small B, the fast path on one GPU; `moejit
+  // plan` row "schedule").
+  std::string schedule;
   // Expert parallelism (ranks > 1): "" as planned, or "none" or a +-joined list of mirror, pull, staged-returns,
   // direct-scan (docs/expert-parallelism.md); dispatch_sms: -1 as planned (or MOEJIT_DISPATCH_SMS), else the SMs
   // kept out of the compute grid for the dispatch role.
@@ -111,8 +114,9 @@ struct Plan {
   int batch = 0;
   int tile_n = 0;
   int stages = 0;
-  std::string ep_mode = "none";  // expert parallelism's modes (LayerOptions::ep_mode), "none" with one rank
-  int dispatch_sms = 0;          // SMs kept out of the compute grid for the dispatch role
+  std::string schedule = "stream";  // "stream" or "units" (LayerOptions::schedule)
+  std::string ep_mode = "none";     // expert parallelism's modes (LayerOptions::ep_mode), "none" with one rank
+  int dispatch_sms = 0;             // SMs kept out of the compute grid for the dispatch role
   RolePlan dispatch, compute, finalize;
   std::int64_t workspace_bytes = 0;  // per stream
   std::vector<std::string> notes;    // each decision with its reason

@@ -77,7 +77,7 @@ class MoeLayer:
     weights and scales on the GPU, uint8 (``weight_shapes(config)``); the
     layer packs them into its own layout on construction and keeps no
     reference to them. Options: ``path`` ("fast", the default, or "exact"), ``input_bf16``,
-    ``tile_n``, ``stages``, ``ctas_per_sm``, ``device``,
+    ``tile_n``, ``stages``, ``ctas_per_sm``, ``schedule`` ("stream" or "units"; default: planned), ``device``,
     ``check_routes_on_host``, ``pdl``, ``use_graphs``.
     """
 

@@ -29,6 +29,8 @@ moejit::LayerOptions layer_options(const nb::dict& d) {
       o.stages = nb::cast<int>(value);
     else if (k == "ctas_per_sm")
       o.ctas_per_sm = nb::cast<int>(value);
+    else if (k == "schedule")
+      o.schedule = value.is_none() ? std::string() : nb::cast<std::string>(value);
     else if (k == "device")
       o.device = nb::cast<int>(value);
     else if (k == "check_routes_on_host")
@@ -40,7 +42,7 @@ moejit::LayerOptions layer_options(const nb::dict& d) {
     else
       throw moejit::Error(k, "'" + k +
                                  "' is not a layer option: one of path, input_bf16, tile_n, stages, ctas_per_sm, "
-                                 "device, check_routes_on_host, pdl, use_graphs");
+                                 "schedule, device, check_routes_on_host, pdl, use_graphs");
   }
   return o;
 }

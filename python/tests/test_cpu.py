@@ -98,6 +98,9 @@ class Plans(unittest.TestCase):
     def test_plan_on_h200(self):
         p = moejit.plan("glm5.2", 8)
         self.assertEqual(p["batch"], 8)
+        self.assertEqual(p["schedule"], "stream")
+        self.assertEqual(moejit.plan("glm5.2", 1)["schedule"], "units")  # planned at B = 1 (the H200's fast path)
+        self.assertEqual(moejit.plan("glm5.2", 1, schedule="stream")["schedule"], "stream")
         self.assertEqual(p["target"], "sm_90a")
         self.assertGreater(p["compute"]["grid"], 0)
         self.assertEqual(moejit.plan("glm5.2", 8, path="fast")["path"], "fast")
@@ -119,6 +122,8 @@ class Plans(unittest.TestCase):
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, device="a100")), "device")
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, path="turbo")), "path")
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, tile_n=12)), "tile_n")
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, schedule="rounds")), "schedule")
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 16, schedule="units")), "schedule")
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, warp_speed=True)), "warp_speed")
 
 

@@ -58,6 +58,7 @@ TEST_CASE("api: options map onto the codegen and layer options; a bad path is re
   o.tile_n = 16;
   o.stages = 4;
   o.ctas_per_sm = 2;
+  o.schedule = "stream";
   o.ep_mode = "mirror+direct-scan";
   o.dispatch_sms = 8;
   o.device = 1;
@@ -70,6 +71,7 @@ TEST_CASE("api: options map onto the codegen and layer options; a bad path is re
   CHECK(l.codegen.tile_n == 16);
   CHECK(l.codegen.stages == 4);
   CHECK(l.codegen.ctas_per_sm == 2);
+  CHECK(l.codegen.schedule == codegen::Schedule::stream);
   CHECK(l.codegen.ep_mode == (contract::kEpMirror | contract::kEpDirectScan));
   CHECK(l.codegen.dispatch_sms == 8);
   CHECK(l.device == 1);
@@ -90,6 +92,14 @@ TEST_CASE("api: options map onto the codegen and layer options; a bad path is re
   CHECK(field == "path");
   CHECK(what.find("'turbo'") != std::string::npos);
   o.path = "exact";
+  o.schedule = "rounds";
+  std::tie(field, what) = refused(o);
+  CHECK(field == "schedule");
+  CHECK(what == std::string("schedule = 'rounds' is invalid: must be stream, units or empty (as planned)"));
+  o.schedule = "units";
+  CHECK(api::codegen_options(o).schedule == codegen::Schedule::units);
+  o.schedule.clear();
+  CHECK_FALSE(api::codegen_options(o).schedule);
   o.ep_mode = "relay";
   std::tie(field, what) = refused(o);
   CHECK(field == "ep_mode");
@@ -123,6 +133,9 @@ TEST_CASE("api: the public plan is the launch plan, field by field") {
   CHECK(q.path == codegen::path_name(*p.options.path));
   CHECK(q.tile_n == p.tile_n);
   CHECK(q.stages == p.stages);
+  CHECK(q.schedule == "stream");
+  CHECK(api::to_public(codegen::plan_launch(codegen::builtin_model("glm5.2"), 1, codegen::builtin_profile("h200"), {}))
+            .schedule == "units");  // planned at B = 1
   CHECK(q.ep_mode == "none");
   const codegen::MoeLaunchPlan ep = codegen::plan_launch(codegen::MoeConfig{[] {
                                                            codegen::MoeConfig c = codegen::builtin_model("glm5.2");
