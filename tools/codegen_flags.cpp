@@ -31,7 +31,7 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"schedule", true,
        "the compute role's schedule: stream (each phase's K128 steps split evenly over the CTAs) or units "
        "(small B, the fast path on one GPU: whole (expert, 128 intermediate columns) units, no CTA waits for "
-       "another; finalize adds their partial rows); default: planned",
+       "another; finalize adds their partial rows); default: planned (units at B = 1 on sm_90a's fast path)",
        "S"},
       {"decoded-scales", false,
        "a decoder warp turns the fast path's UE8M0 scale words into FP32 for the consumers (default: off; "
