@@ -331,8 +331,10 @@ constexpr int kUnitTiles = 4;  // a unit's GEMM1 item: the 64-row tiles of 128 i
 MOEJIT_HD constexpr long long unit_partial_bytes(MoeDims d, long long tokens) {
   return 4LL * tokens * (d.top_k + d.shared) * (d.inter / 128) * d.hidden;
 }
-// The tail holds the unit rows of up to kUnitTokens tokens (the schedule's range) where a layer can run it.
-constexpr int kUnitTokens = 8;
+// The tail holds the unit rows of up to kUnitTokens tokens where a layer can run the schedule: within the split-K
+// slots of 132 CTAs for the built-in models (GLM5.2: 12.6 of 13.0 MB; +1.2 MB with its shared expert), since
+// the tail is allocated per layer and stream and the schedule is planned at B = 1.
+constexpr int kUnitTokens = 4;
 MOEJIT_HD constexpr long long workspace_bytes(MoeDims d, int grid) {
   const long long slots = 4LL * 2 * grid * partial_slot_floats();
   const bool unit_rows = d.path == kPathSm90Fp8 && d.ranks == 1;  // the layers that can run the schedule

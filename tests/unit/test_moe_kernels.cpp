@@ -219,7 +219,7 @@ TEST_CASE(
       CHECK(stream.schedule == codegen::Schedule::stream);
       CHECK(constant_of(codegen::moe_compute_spec(c, stream), "kSchedule") == contract::kScheduleStream);
       CHECK(constant_of(codegen::moe_finalize_spec(c, stream), "kGrid") == 0);
-      CHECK_THROWS_AS(codegen::plan_launch(c, contract::kUnitTokens + 1, h200, o), codegen::ConfigError);
+      CHECK_THROWS_AS(codegen::plan_launch(c, 16, h200, o), codegen::ConfigError);
       o.consumer_groups = 3;
       CHECK_THROWS_AS(codegen::plan_launch(c, 1, h200, o), codegen::ConfigError);
       o.consumer_groups = 0;
@@ -251,7 +251,7 @@ TEST_CASE(
       codegen::ConfigError);
   CHECK_THROWS_WITH_AS(codegen::plan_launch(glm, 16, h200, o),
                        "schedule = units is invalid at B = 16: its partial rows take 50331648 B and the workspace "
-                       "holds 25165824 B for them (B <= 8)",
+                       "holds 12976128 B for them (B <= 4)",
                        codegen::ConfigError);
   CHECK_THROWS_WITH_AS(
       codegen::plan_launch(glm, 1, h200, {.path = codegen::ComputePath::exact, .schedule = codegen::Schedule::units}),

@@ -127,7 +127,7 @@ TEST_CASE("the workspace layout: 256-byte aligned regions in order, the grid-siz
   CHECK(exact.handoff - exact.x_bf16 == 2LL * 256 * 6144);  // the exact path's image of x
   CHECK(exact.handoff_s - exact.handoff == 2LL * 256 * 8 * 2048);
   // The partial slots follow the flags and grow with the grid; the same bytes hold the unit schedule's partial
-  // rows of up to kUnitTokens tokens (GLM5.2's at 8 tokens: 25 MB, more than 132 CTAs' slots), on the fast path.
+  // rows of up to kUnitTokens tokens (GLM5.2's at 4 tokens: 12.6 MB, within 132 CTAs' 13.0), on the fast path.
   CHECK(contract::partials_offset(d, 132) >= l.fixed_bytes + 4 * 2 * 132);
   const long long units = 4LL * contract::kUnitTokens * 8 * (2048 / 128) * 6144;
   CHECK(contract::unit_partial_bytes(d, contract::kUnitTokens) == units);
@@ -135,6 +135,7 @@ TEST_CASE("the workspace layout: 256-byte aligned regions in order, the grid-siz
     CAPTURE(grid);
     const long long slots = 4LL * 2 * grid * contract::partial_slot_floats();
     CHECK(contract::workspace_bytes(d, grid) - contract::partials_offset(d, grid) == std::max(slots, units));
+    CHECK(units <= slots);  // no bytes added for the schedule
     CHECK(contract::unit_partials_fit(d, grid, contract::kUnitTokens));
     CHECK_FALSE(contract::unit_partials_fit(d, grid, 2 * contract::kUnitTokens + 1));
   }
