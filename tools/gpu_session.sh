@@ -33,6 +33,8 @@
 # summary.txt (a line per step: status, seconds, log) and logs/ (the logs,
 # each headed by date, commit, device and command), written as the steps run,
 # so a call the device's time limit cuts short still returns what it did.
+# A call returns a few files only (8 on the H200 lease: tests-par's fifth log
+# was left out once), so after the last step logs/ becomes one logs.tgz.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?OUT must name the folder whose files come back}
@@ -177,3 +179,4 @@ for step in "${steps[@]}"; do
     *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python small-b decoded partitions ep)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
+tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$LOGS"
