@@ -55,14 +55,20 @@ int parse_int(const std::string& flag, const std::string& text) {
   return v;
 }
 
-std::vector<int> parse_int_list(const std::string& flag, const std::string& text) {
-  std::vector<int> out;
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
   for (std::size_t at = 0; at <= text.size();) {
     std::size_t comma = text.find(',', at);
     if (comma == std::string::npos) comma = text.size();
-    out.push_back(parse_int(flag, text.substr(at, comma - at)));
+    out.push_back(text.substr(at, comma - at));
     at = comma + 1;
   }
+  return out;
+}
+
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& item : split_list(text)) out.push_back(parse_int(flag, item));
   return out;
 }
 

@@ -21,6 +21,7 @@ double copy_bandwidth_gbs(CUstream stream);
 int parse_int(const std::string& flag, const std::string& text);
 // "1,8,64" -> {1, 8, 64}.
 std::vector<int> parse_int_list(const std::string& flag, const std::string& text);
+std::vector<std::string> split_list(const std::string& text);  // "a,b,c" -> {"a", "b", "c"}
 
 // One forward's inputs on the device (uniform routing), and how many experts it touches.
 struct InputSet {

@@ -17,7 +17,6 @@
 #include <random>
 #include <set>
 #include <string>
-#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -113,17 +112,13 @@ int run(int argc, char** argv) {
       groups_list = bench::parse_int_list(a, argv[++i]);
     else if (a == "--schedule" && i + 1 < argc) {
       schedule_list.clear();
-      std::string_view list = argv[++i];
-      for (std::size_t at = 0; at <= list.size();) {
-        const std::size_t end = std::min(list.find(',', at), list.size());
-        const std::string_view name = list.substr(at, end - at);
+      for (const std::string& name : bench::split_list(argv[++i])) {
         if (name == "planned")
           schedule_list.push_back(std::nullopt);
         else if (const auto s = codegen::parse_schedule(name))
           schedule_list.push_back(*s);
         else
           throw std::invalid_argument(fmt::format("--schedule: '{}' is not one of planned, stream, units", name));
-        at = end + 1;
       }
     } else if (a == "--model" && i + 1 < argc) {
       const std::string name = argv[++i];

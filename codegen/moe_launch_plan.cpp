@@ -89,14 +89,13 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
   const contract::MoeDims dims = workspace_dims(config, p.contract_path);
   // The partial rows take the split-K slots' bytes, which grow with the grid: the smallest grid is the bound.
   const bool runs = p.contract_path == contract::kPathSm90Fp8 && config.ranks == 1;
-  const long long room =
-      contract::workspace_bytes(dims, device.sm_count) - contract::partials_offset(dims, device.sm_count);
-  const bool fits = contract::unit_partial_bytes(dims, batch) <= room;
+  const bool fits = contract::unit_partials_fit(dims, device.sm_count, batch);
   if (options.schedule == Schedule::units) {
     if (!runs)
       throw ConfigError("schedule", fmt::format("schedule = units is invalid for the {} atom{}: only the "
                                                 "sm90-fp8-wgmma atom on one GPU runs it",
                                                 atom.name, config.ranks > 1 ? " with expert parallelism" : ""));
+    const long long room = contract::unit_rows_room(dims, device.sm_count);
     if (!fits)
       throw ConfigError("schedule", fmt::format("schedule = units is invalid at B = {}: its partial rows take {} B "
                                                 "and the workspace holds {} B for them (B <= {})",

@@ -737,10 +737,11 @@ struct ComputeRole {
     return reinterpret_cast<u16*>(ws.handoff)[u64(route) * kInter + i];
   }
 
-  // Rows h and h+8 of each route's output row, in BF16.
-  template <int N>
-  __device__ static void gemm2_epilogue(const Segment& sg, const Workspace& ws, const int (&route)[N / 4],
-                                        const float (&acc)[kT][N / 2]) {
+  // GEMM2's sums by output row: store(route, h, rows h and h + 8) for each of this thread's rows h of the
+  // warpgroup's tiles and each of its token columns below sg.rows.
+  template <int N, class Store>
+  __device__ static void gemm2_rows(const Segment& sg, const int (&route)[N / 4], const float (&acc)[kT][N / 2],
+                                    Store store) {
     const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
@@ -749,15 +750,21 @@ struct ComputeRole {
 #pragma unroll
       for (int i = 0; i < N / 8; ++i)
 #pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          const int col = 8 * i + 2 * t + q;
-          if (col >= sg.rows) continue;
-          u16* out = kRanks > 1 ? ep(reinterpret_cast<const u8*>(ws.header)).arena_row(route[2 * i + q], kHidden)
-                                : ws.arena + u64(route[2 * i + q]) * kHidden;
-          out[h] = float_to_bf16_rne(acc[u][4 * i + q]);
-          out[h + 8] = float_to_bf16_rne(acc[u][4 * i + 2 + q]);
-        }
+        for (int q = 0; q < 2; ++q)
+          if (8 * i + 2 * t + q < sg.rows) store(route[2 * i + q], h, acc[u][4 * i + q], acc[u][4 * i + 2 + q]);
     }
+  }
+
+  // Rows h and h+8 of each route's output row, in BF16.
+  template <int N>
+  __device__ static void gemm2_epilogue(const Segment& sg, const Workspace& ws, const int (&route)[N / 4],
+                                        const float (&acc)[kT][N / 2]) {
+    gemm2_rows<N>(sg, route, acc, [&](int r, int h, float lo, float hi) {
+      u16* out =
+          kRanks > 1 ? ep(reinterpret_cast<const u8*>(ws.header)).arena_row(r, kHidden) : ws.arena + u64(r) * kHidden;
+      out[h] = float_to_bf16_rne(lo);
+      out[h + 8] = float_to_bf16_rne(hi);
+    });
   }
 
   // The unit schedule's GEMM2: rows h and h + 8 of each route's FP32 partial row of K block sg.k0
@@ -765,24 +772,13 @@ struct ComputeRole {
   template <int N>
   __device__ static void unit_epilogue(const ComputeParams& p, const Segment& sg, const Workspace& ws,
                                        const int (&route)[N / 4], const float (&acc)[kT][N / 2]) {
-    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-    const int g = lane / 4, t = lane % 4;
     const u64 routed = u64(p.tokens) * kTopK;
-#pragma unroll
-    for (int u = 0; u < kT; ++u) {
-      const int h = (sg.mt * kTiles + group * kT + u) * 64 + warp * 16 + g;
-#pragma unroll
-      for (int i = 0; i < N / 8; ++i)
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          const int col = 8 * i + 2 * t + q, r = route[2 * i + q];
-          if (col >= sg.rows) continue;
-          const u64 row = kShared && r >= kSharedRoute0 ? routed + u64(r - kSharedRoute0) : u64(r);
-          float* out = ws.partials + (row * kKb2 + u64(sg.k0)) * kHidden;
-          out[h] = acc[u][4 * i + q];
-          out[h + 8] = acc[u][4 * i + 2 + q];
-        }
-    }
+    gemm2_rows<N>(sg, route, acc, [&](int r, int h, float lo, float hi) {
+      const u64 row = kShared && r >= kSharedRoute0 ? routed + u64(r - kSharedRoute0) : u64(r);
+      float* out = ws.partials + (row * kKb2 + u64(sg.k0)) * kHidden;
+      out[h] = lo;
+      out[h + 8] = hi;
+    });
   }
 
   // --------------------------------------------------------------------- run

@@ -341,8 +341,12 @@ MOEJIT_HD constexpr long long workspace_bytes(MoeDims d, int grid) {
   const long long units = unit_rows ? unit_partial_bytes(d, d.capacity < kUnitTokens ? d.capacity : kUnitTokens) : 0;
   return partials_offset(d, grid) + (slots > units ? slots : units);
 }
+// The tail's bytes, which the unit rows may take.
+MOEJIT_HD constexpr long long unit_rows_room(MoeDims d, int grid) {
+  return workspace_bytes(d, grid) - partials_offset(d, grid);
+}
 MOEJIT_HD constexpr bool unit_partials_fit(MoeDims d, int grid, long long tokens) {
-  return unit_partial_bytes(d, tokens) <= workspace_bytes(d, grid) - partials_offset(d, grid);
+  return unit_partial_bytes(d, tokens) <= unit_rows_room(d, grid);
 }
 
 // Whether the compute role balances its stream-K shares by step cost (the
