@@ -106,6 +106,12 @@ struct ComputeRole {
   static_assert(kKb2 <= 32, "GEMM2 readiness is tracked in a 32-bit mask of K128 blocks");
   using Ring = StageRing<kPath, kTiles, kTileN, kStages, kDecoded != 0>;
   static constexpr bool kUnits = kSchedule == contract::kScheduleUnits;
+  // The routing tables of a step of at most 32 routes by one warp (route_tables_warp: 1.2 us sooner to the
+  // first weight copy on the H200), compiled into the kernels that run such steps: the unit schedule's
+  // (planned at B = 1). Not into the stream kernels of every B: at their 128-register cap the second
+  // prologue moved their allocation (4 bytes spilled, two more instructions a K-loop step; measured
+  // 1-2 points slower at B = 8-16, bench/results/2026-12-03-h200-prologue-and-loops.md).
+  static constexpr bool kWarpTables = kRanks == 1 && (kUnits || kCapacity * kTopK + kShared <= 32);
   using StreamWalker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileN, kGrid, Atom, kSmem.shares>;
   using Walker = typename SelectType<kUnits, UnitWalker<kHidden, kInter, kTiles, kTileN, kGrid>, StreamWalker>::type;
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
@@ -844,11 +850,19 @@ struct ComputeRole {
       }
     }
     if constexpr (kRanks > 1) __syncthreads();
-    const RouteTables tables = route_tables<kSlots, kShared, kTileN, kThreads, Atom>(
-        routes_of(p, kRanks == 1 || s_scratch[61] != 0), int(p.tokens),
-        reinterpret_cast<unsigned*>(smem + kSmem.counts), reinterpret_cast<unsigned*>(s_scratch),
-        reinterpret_cast<int*>(smem + kSmem.active), reinterpret_cast<int*>(smem + kSmem.count),
-        reinterpret_cast<int*>(smem + kSmem.tile0), reinterpret_cast<int*>(smem + kSmem.cost0));
+    int* const active = reinterpret_cast<int*>(smem + kSmem.active);
+    int* const count = reinterpret_cast<int*>(smem + kSmem.count);
+    int* const tile0 = reinterpret_cast<int*>(smem + kSmem.tile0);
+    int* const cost0 = reinterpret_cast<int*>(smem + kSmem.cost0);
+    RouteTables tables;
+    if (kWarpTables && int(p.tokens) * kTopK + kShared <= 32)
+      tables = route_tables_warp<kSlots, kShared, kTileN, Atom>(LocalRoutes{p.topk_ids, int(p.tokens) * kTopK},
+                                                                int(p.tokens), s_scratch, active, count, tile0, cost0);
+    else
+      tables = route_tables<kSlots, kShared, kTileN, kThreads, Atom>(
+          routes_of(p, kRanks == 1 || s_scratch[61] != 0), int(p.tokens),
+          reinterpret_cast<unsigned*>(smem + kSmem.counts), reinterpret_cast<unsigned*>(s_scratch), active, count,
+          tile0, cost0);
     Walker::template fill_shares<kThreads>(tables);
     if (threadIdx.x == 0) trace(p, contract::kTraceScheduled, globaltimer());
     const int tag = s_scratch[63];

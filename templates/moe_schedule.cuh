@@ -66,6 +66,17 @@ __device__ unsigned block_exclusive_scan(unsigned* data, int n, unsigned* s_part
   return total;
 }
 
+// The sum of v over the lanes below this one (all 32 lanes take part).
+__device__ __forceinline__ int warp_exclusive_sum(int v) {
+  int inclusive = v;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int u = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
+    if (threadIdx.x % 32 >= unsigned(d)) inclusive += u;
+  }
+  return inclusive - v;
+}
+
 // The routes the schedule reads: kSpans runs of route indices, span s the
 // `span_size(s)` routes from `span_begin(s)` in route order, route r reaching
 // expert `expert(r)` (an id outside [0, E) reaches none). One GPU: one span,
@@ -124,6 +135,64 @@ __device__ __forceinline__ int step_cost(int cls) {
     default: return Costs::kStepCost[kPhase][3];
   }
 }
+// An active expert's step cost in phase kPhase: its n token tiles of `routes` routes, the full ones and the
+// last one, each at its class's cost (route_tables writes the same sum inline: the stream kernels' SASS
+// is the measured one).
+template <class Costs, int kPhase, int kTileN>
+__device__ __forceinline__ int expert_cost(int n, int routes) {
+  return (n - 1) * step_cost<Costs, kPhase>(contract::tile_class(kTileN)) +
+         step_cost<Costs, kPhase>(contract::tile_class(routes - (n - 1) * kTileN));
+}
+// Step 1 for a decode step of at most 32 schedule routes (B * k plus, with
+// kShared, one for the shared expert), by warp 0 while the block waits at one
+// barrier: the same tables as route_tables, from one load per lane, a match
+// per expert and warp scans, instead of ten block barriers and scans over E
+// (the block's tables were done 2.5 us after entry at B = 1 on the H200, these
+// 1.3). `scratch` is int [2]: the block reads n_active and the tile count from it.
+template <int kExperts, int kShared, int kTileN, class Costs, class Routes>
+__device__ RouteTables route_tables_warp(const Routes& routes, int tokens, int* scratch, int* active, int* count,
+                                         int* tile0, int* cost0) {
+  constexpr int kRouted = kExperts - kShared;
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    const int id = lane < routes.span_size(0) ? routes.expert(routes.span_begin(0) + lane) : -1;
+    const bool valid = unsigned(id) < unsigned(kRouted);  // an id outside [0, E) reaches no expert
+    const unsigned peers = __match_any_sync(0xFFFFFFFFu, valid ? id : -1);
+    const bool leader = valid && __ffs(peers) - 1 == lane;
+    const unsigned leaders = __ballot_sync(0xFFFFFFFFu, leader);
+    int rank = 0;  // the active index: experts in expert order
+    for (int i = 0; i < 32; ++i) {
+      const int other = __shfl_sync(0xFFFFFFFFu, id, i);
+      rank += int((leaders >> i) & 1u) & int(other < id);
+    }
+    const int routed = __popc(leaders);
+    if (leader) active[rank] = id, count[rank] = __popc(peers);
+    const int n_active = routed + (kShared && tokens > 0 ? 1 : 0);
+    if (kShared && tokens > 0 && lane == 0) active[routed] = kRouted, count[routed] = tokens;
+    __syncwarp();
+    const int c = lane < n_active ? count[lane] : 0;
+    const int tiles = (c + kTileN - 1) / kTileN;
+    const int tiles_before = warp_exclusive_sum(tiles);
+    const int total = __shfl_sync(0xFFFFFFFFu, tiles_before + tiles, 31);
+    if (lane < n_active) tile0[lane] = tiles_before;
+    if (lane == 0) tile0[n_active] = total, scratch[0] = n_active, scratch[1] = total;
+    if constexpr (!uniform_step_cost<Costs>()) {
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const int cost = lane < n_active
+                             ? (p ? expert_cost<Costs, 1, kTileN>(tiles, c) : expert_cost<Costs, 0, kTileN>(tiles, c))
+                             : 0;
+        const int before = warp_exclusive_sum(cost);
+        const int phase_cost = __shfl_sync(0xFFFFFFFFu, before + cost, 31);
+        if (lane < n_active) cost0[p * (kExperts + 1) + lane] = before;
+        if (lane == 0) cost0[p * (kExperts + 1) + n_active] = phase_cost;
+      }
+    }
+  }
+  __syncthreads();
+  return RouteTables{active, count, tile0, cost0, scratch[0], scratch[1]};
+}
+
 // Step 1, by the whole block, over kExperts = E + kShared schedule experts:
 // the routed ones, then (kShared) the fused shared expert, which every one of
 // the `tokens` tokens reaches. `counts` is [kExperts] scratch (it may alias

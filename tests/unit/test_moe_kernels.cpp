@@ -266,6 +266,21 @@ TEST_CASE(
                        codegen::ConfigError);
 }
 
+TEST_CASE("a step of at most 32 routes gets its routing tables from one warp in the unit schedule's kernel only") {
+  // route_tables_warp matches each route's expert across the warp (match.any): compiled into the kernel that
+  // runs B = 1, not into the stream kernels, which are at their register cap (moe_compute.cuh, kWarpTables).
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  auto warp_tables = [&](int batch) {
+    const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, batch, h200);
+    return jit::build_kernel(codegen::moe_compute_spec(glm, plan)).final_ptx.find("match.any.sync") !=
+           std::string::npos;
+  };
+  CHECK(codegen::plan_launch(glm, 1, h200).schedule == codegen::Schedule::units);
+  CHECK(warp_tables(1));
+  CHECK_FALSE(warp_tables(2));
+}
+
 TEST_CASE("decoded scales add a decoder warp and its SMEM to the fast atom's compute kernel, and nothing else") {
   const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
