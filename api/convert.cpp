@@ -119,6 +119,7 @@ Plan to_public(const codegen::MoeLaunchPlan& p) {
   out.tile_n = p.tile_n;
   out.stages = p.stages;
   out.schedule = std::string(codegen::schedule_name(p.schedule));
+  out.pdl = p.pdl;
   out.ep_mode = codegen::ep_mode_names(p.ep.mode);
   out.dispatch_sms = p.ep.dispatch_sms;
   out.dispatch = to_public(p.dispatch);

@@ -99,7 +99,7 @@ int run(int argc, char** argv) {
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   bool shared_expert = false;
   bool trace = false;
-  bool pdl = false;
+  std::optional<bool> pdl;  // MoeLayerOptions::pdl: as planned unless --pdl / --no-pdl
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick")
@@ -142,6 +142,8 @@ int run(int argc, char** argv) {
       trace = true;
     else if (a == "--pdl")  // MoeLayerOptions::pdl: programmatic dependent launch between the roles
       pdl = true;
+    else if (a == "--no-pdl")
+      pdl = false;
     else if (a == "--recipe" && i + 1 < argc && codegen::parse_recipe(argv[i + 1])) {
       recipe = *codegen::parse_recipe(argv[++i]);
       if (recipe == codegen::Recipe::w4a16) codegen_options.input_bf16 = true;  // its activations are BF16
@@ -151,7 +153,7 @@ int run(int argc, char** argv) {
                  "glm5.2|dsv4.1-flash|gpt-oss-120b|gpt-oss-20b | --config FILE] "
                  "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] "
                  "[--consumer-groups 2,3] [--schedule planned,stream,units] [--tile-n N] "
-                 "[--stages S] [--decoded-scales] [--shared-expert] [--trace] [--pdl]\n");
+                 "[--stages S] [--decoded-scales] [--shared-expert] [--trace] [--pdl | --no-pdl]\n");
       return 2;
     }
   }
@@ -167,7 +169,7 @@ int run(int argc, char** argv) {
              codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
-             "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs groups schedule");
+             "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs groups schedule pdl");
 
   if (shared_expert) {
     std::vector<Model> with;
@@ -255,10 +257,11 @@ int run(int argc, char** argv) {
         const double floor_us = touched * expert_bytes / (bw * 1e9) * 1e6;
         const double med = median(us);
         const codegen::MoeLaunchPlan plan = layer.plan(b);
-        fmt::print("{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{} g{} {}\n",
-                   m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f),
-                   plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups,
-                   codegen::schedule_name(plan.schedule));
+        fmt::print(
+            "{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{} g{} {} {}\n",
+            m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f), plan.tile_n,
+            plan.stages, plan.compute.blocks_per_sm, plan.groups, codegen::schedule_name(plan.schedule),
+            options.pdl.value_or(plan.pdl) ? "pdl" : "-");
         if (trace) {
           // The last of a rotation over the sets (so the weights come from HBM), through its own graph.
           const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;

@@ -30,7 +30,9 @@ const std::vector<AtomTraits>& all_atoms() {
       // from B = 8 up depth 4-10 measure the same (H200, bench/results/2026-12-02/s4-stages-sweep.log).
       // The unit schedule at B = 1: +6.6 to +8.3 points over stream (GLM5.2 58.4-60.1% against 51.8,
       // DSV4.1-Flash 48.6-49.1% against 41.5); from B = 2 its two warpgroups' K-loop is the limit and stream
-      // wins (bench/results/2026-12-03-h200-unit-schedule.md).
+      // wins (bench/results/2026-12-03-h200-unit-schedule.md). PDL between the roles up to B = 2: +0.8 to +1.9
+      // points at B = 1, +0.4 to +1.6 at B = 2, within the runs' spread from B = 4 (three rounds, H200,
+      // bench/results/2026-12-03-h200-prologue-and-loops.md).
       {Arch::sm_90a,
        ComputePath::fast,
        Recipe::w4a8_mx,
@@ -45,7 +47,8 @@ const std::vector<AtomTraits>& all_atoms() {
        1,
        16,
        {4, 5},
-       1},
+       1,
+       2},
       // Three CTAs of one warpgroup: the BF16 mma.sync loop is issue-bound and more warps hide its latency;
       // 96 registers a thread hold a 16-column tile (32 spills).
       {Arch::sm_90a,

@@ -54,6 +54,10 @@ struct AtomTraits {
   // Up to this B the planner picks the unit schedule (Schedule::units) for a single-GPU layer whose partial rows
   // fit the workspace; 0: never. Measured; only the sm90-fp8-wgmma atom runs it.
   int unit_max_batch = 0;
+  // Up to this B the runtime launches the roles with programmatic dependent launch (MoeLaunchPlan::pdl) on one
+  // GPU: the compute role's routing prologue and first weight copies then run while the dispatch role does. 0:
+  // never. Measured per atom.
+  int pdl_max_batch = 0;
 };
 
 // The atom for (target, path, recipe); nullptr when the target has no such path.

@@ -191,6 +191,12 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                      p.groups, atom->groups));
   }
   plan_schedule(p, config, batch, device, options, *atom);
+  p.pdl = config.ranks == 1 && batch <= atom->pdl_max_batch;
+  if (p.pdl)
+    note(
+        fmt::format("pdl: the compute role's routing prologue and first weight copies run beside the dispatch role "
+                    "(B <= {}, the {} atom's measured range)",
+                    atom->pdl_max_batch, atom->name));
   p.tiles = atom->tiles / atom->groups * p.groups;  // the atom's tiles per warpgroup
   // Items cover `tiles` 64-row tiles; a token tile's last item of a projection (2I or H rows) holds the rest,
   // one the compute role runs (contract::last_item_runs), else the items halve.
@@ -382,6 +388,7 @@ void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
        {"tile_n", p.tile_n},
        {"stages", p.stages},
        {"schedule", schedule_name(p.schedule)},
+       {"pdl", p.pdl},
        {"decoded_scales", p.decoded_scales},
        {"subnormal_weight_scales", p.subnormal_weight_scales},
        {"ep", {{"mode", p.ep.mode}, {"modes", ep_mode_names(p.ep.mode)}, {"dispatch_sms", p.ep.dispatch_sms}}},

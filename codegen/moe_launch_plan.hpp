@@ -99,6 +99,8 @@ struct MoeLaunchPlan {
   int tile_n = 0;           // widest token tile of an item (wgmma N); an item uses the smallest of 8/16/32/64 that fits
   int stages = 0;
   Schedule schedule = Schedule::stream;
+  // Programmatic dependent launch between the roles (the runtime's default; MoeLayerOptions::pdl overrides).
+  bool pdl = false;
   bool decoded_scales = false;  // the compute CTA's scale decoder warp (MoeCodegenOptions::decoded_scales)
   // The fast atom's K-loop decodes weight scale code 0 as 2^-127 (MoeCodegenOptions::subnormal_weight_scales);
   // false on the other atoms, which do not read the codes in their loops this way.

@@ -449,11 +449,12 @@ std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream
   StreamState& st = stream_state_locked(stream);
   const TokenLaunch& t = kernels_for_locked(a.tokens);
   std::vector<RoleLaunch> roles = role_launches(t, a, workspace_for_locked(a, st));
-  std::shared_ptr<RoleGraph>& graph = graphs_[role_graph_key(roles, options_.pdl)];
+  const bool pdl = pdl_for(t);
+  std::shared_ptr<RoleGraph>& graph = graphs_[role_graph_key(roles, pdl)];
   if (graph) {
     ++graph_counters_.reused;
   } else {
-    graph = std::make_shared<RoleGraph>(roles, context_, options_.pdl);
+    graph = std::make_shared<RoleGraph>(roles, context_, pdl);
     ++graph_counters_.built;
   }
   if (st.graphs.size() >= k_max_graphs_per_stream && !capturing) {
@@ -489,12 +490,15 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
 
   if (events || !options_.use_graphs) {
     std::vector<RoleLaunch> roles;
+    bool pdl = false;
     {
       std::lock_guard lock(mutex_);
       RelaxedCaptureScope relaxed(capturing);
-      roles = role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream)));
+      const TokenLaunch& t = kernels_for_locked(a.tokens);
+      pdl = pdl_for(t);
+      roles = role_launches(t, a, workspace_for_locked(a, stream_state_locked(stream)));
     }
-    if (!events) return launch_roles(roles, stream, options_.pdl);
+    if (!events) return launch_roles(roles, stream, pdl);
     // start, [dispatch], dispatched, compute, computed, finalize, finalized.
     MOEJIT_CU(cuEventRecord, events->start, stream);
     for (RoleLaunch& r : roles) {

@@ -49,8 +49,9 @@ struct MoeLayerOptions {
   bool check_routes_on_host = false;
   // Programmatic dependent launch between the roles: the compute role's
   // weight stream starts while the dispatch role (when there is one) runs,
-  // and finalize launches as compute drains.
-  bool pdl = false;
+  // and finalize launches as compute drains. Unset: as planned for each B
+  // (codegen::MoeLaunchPlan::pdl, `moejit plan` row "PDL between roles").
+  std::optional<bool> pdl;
   // Launch each forward as its cached role graph (false: one launch per role).
   bool use_graphs = true;
   // The SMs the persistent roles plan their grids for (0: the device's). A
@@ -197,6 +198,7 @@ class MoeLayer {
     codegen::MoeLaunchPlan plan;
   };
   const TokenLaunch& kernels_for_locked(int tokens);
+  bool pdl_for(const TokenLaunch& t) const { return options_.pdl.value_or(t.plan.pdl); }
   StreamState& stream_state_locked(CUstream stream);
   // The caller's workspace, checked, or the stream's own (allocated and zeroed on first use).
   CUdeviceptr workspace_for_locked(const MoeForwardArgs& a, StreamState& st);

@@ -41,6 +41,7 @@ const std::vector<LaunchRow>& launch_rows() {
       {"item rows (64 x tiles)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(64 * p.tiles); }},
       {"stages", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.stages); }},
       {"schedule", [](const codegen::MoeLaunchPlan& p) { return std::string(codegen::schedule_name(p.schedule)); }},
+      {"PDL between roles", [](const codegen::MoeLaunchPlan& p) { return std::string(p.pdl ? "on" : "off"); }},
       {"EP modes (R > 1)", [](const codegen::MoeLaunchPlan& p) { return codegen::ep_mode_names(p.ep.mode); }},
       {"dispatch SMs (split)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.ep.dispatch_sms); }},
       {"dispatch grid x threads", [](const codegen::MoeLaunchPlan& p) { return role(p.dispatch); }},

@@ -94,8 +94,9 @@ struct LayerOptions {
   int dispatch_sms = -1;
   int device = 0;                     // the CUDA device ordinal
   bool check_routes_on_host = false;  // validate topk_ids on the host (a copy and a sync per forward)
-  bool pdl = false;                   // programmatic dependent launch between the roles
-  bool use_graphs = true;             // launch each forward as its cached role graph
+  // Programmatic dependent launch between the roles: unset as planned for each B (Plan::pdl).
+  std::optional<bool> pdl;
+  bool use_graphs = true;  // launch each forward as its cached role graph
 };
 
 // One role kernel's launch.
@@ -115,6 +116,7 @@ struct Plan {
   int tile_n = 0;
   int stages = 0;
   std::string schedule = "stream";  // "stream" or "units" (LayerOptions::schedule)
+  bool pdl = false;                 // programmatic dependent launch between the roles (LayerOptions::pdl)
   std::string ep_mode = "none";     // expert parallelism's modes (LayerOptions::ep_mode), "none" with one rank
   int dispatch_sms = 0;             // SMs kept out of the compute grid for the dispatch role
   RolePlan dispatch, compute, finalize;

@@ -36,7 +36,7 @@ moejit::LayerOptions layer_options(const nb::dict& d) {
     else if (k == "check_routes_on_host")
       o.check_routes_on_host = nb::cast<bool>(value);
     else if (k == "pdl")
-      o.pdl = nb::cast<bool>(value);
+      o.pdl = value.is_none() ? std::nullopt : std::optional<bool>(nb::cast<bool>(value));
     else if (k == "use_graphs")
       o.use_graphs = nb::cast<bool>(value);
     else

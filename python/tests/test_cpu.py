@@ -101,6 +101,8 @@ class Plans(unittest.TestCase):
         self.assertEqual(p["schedule"], "stream")
         self.assertEqual(moejit.plan("glm5.2", 1)["schedule"], "units")  # planned at B = 1 (the H200's fast path)
         self.assertEqual(moejit.plan("glm5.2", 1, schedule="stream")["schedule"], "stream")
+        self.assertTrue(moejit.plan("glm5.2", 2)["pdl"])  # PDL between the roles, planned up to B = 2
+        self.assertFalse(p["pdl"])
         self.assertEqual(p["target"], "sm_90a")
         self.assertGreater(p["compute"]["grid"], 0)
         self.assertEqual(moejit.plan("glm5.2", 8, path="fast")["path"], "fast")

@@ -76,7 +76,11 @@ TEST_CASE("api: options map onto the codegen and layer options; a bad path is re
   CHECK(l.codegen.dispatch_sms == 8);
   CHECK(l.device == 1);
   CHECK(l.check_routes_on_host);
-  CHECK(l.pdl);
+  CHECK(l.pdl == true);
+  o.pdl = false;
+  CHECK(api::layer_options(o).pdl == false);
+  o.pdl.reset();
+  CHECK_FALSE(api::layer_options(o).pdl.has_value());  // as planned
   CHECK_FALSE(l.use_graphs);
   // The field and the message of the error codegen_options(o) refuses o with.
   auto refused = [](const LayerOptions& bad) -> std::pair<std::string, std::string> {
@@ -136,6 +140,9 @@ TEST_CASE("api: the public plan is the launch plan, field by field") {
   CHECK(q.schedule == "stream");
   CHECK(api::to_public(codegen::plan_launch(codegen::builtin_model("glm5.2"), 1, codegen::builtin_profile("h200"), {}))
             .schedule == "units");  // planned at B = 1
+  CHECK_FALSE(q.pdl);
+  CHECK(api::to_public(codegen::plan_launch(codegen::builtin_model("glm5.2"), 2, codegen::builtin_profile("h200"), {}))
+            .pdl);  // planned up to B = 2
   CHECK(q.ep_mode == "none");
   const codegen::MoeLaunchPlan ep = codegen::plan_launch(codegen::MoeConfig{[] {
                                                            codegen::MoeConfig c = codegen::builtin_model("glm5.2");
