@@ -106,7 +106,7 @@ struct ComputeRole {
   static_assert(kKb2 <= 32, "GEMM2 readiness is tracked in a 32-bit mask of K128 blocks");
   using Ring = StageRing<kPath, kTiles, kTileN, kStages, kDecoded != 0>;
   static constexpr bool kUnits = kSchedule == contract::kScheduleUnits;
-  // The routing tables of a step of at most 32 routes by one warp (route_tables_warp: 1.2 us sooner to the
+  // The routing tables of a step of at most 32 routes by one warp (route_tables_warp: about 1 us sooner to the
   // first weight copy on the H200), compiled into the kernels that run such steps: the unit schedule's
   // (planned at B = 1). Not into the stream kernels of every B: at their 128-register cap the second
   // prologue moved their allocation (4 bytes spilled, two more instructions a K-loop step; measured
