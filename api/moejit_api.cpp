@@ -71,8 +71,10 @@ Plan plan(const Config& config, int batch, std::string_view device, const LayerO
     const codegen::MoeConfig internal = api::to_internal(config);
     runtime::validate_layer_config(internal);
     codegen::validate_batch(internal, batch);
-    return api::to_public(
-        codegen::plan_launch(internal, batch, codegen::builtin_profile(device), api::codegen_options(options)));
+    codegen::MoeLaunchPlan p =
+        codegen::plan_launch(internal, batch, codegen::builtin_profile(device), api::codegen_options(options));
+    codegen::override_pdl(p, options.pdl);
+    return api::to_public(p);
   });
 }
 

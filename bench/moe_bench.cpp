@@ -261,7 +261,7 @@ int run(int argc, char** argv) {
             "{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{} g{} {} {}\n",
             m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f), plan.tile_n,
             plan.stages, plan.compute.blocks_per_sm, plan.groups, codegen::schedule_name(plan.schedule),
-            options.pdl.value_or(plan.pdl) ? "pdl" : "-");
+            plan.pdl ? "pdl" : "-");
         if (trace) {
           // The last of a rotation over the sets (so the weights come from HBM), through its own graph.
           const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;

@@ -30,7 +30,7 @@ const std::vector<AtomTraits>& all_atoms() {
       // from B = 8 up depth 4-10 measure the same (H200, bench/results/2026-12-02/s4-stages-sweep.log).
       // The unit schedule at B = 1: +6.6 to +8.3 points over stream (GLM5.2 58.4-60.1% against 51.8,
       // DSV4.1-Flash 48.6-49.1% against 41.5); from B = 2 its two warpgroups' K-loop is the limit and stream
-      // wins (bench/results/2026-12-03-h200-unit-schedule.md). PDL between the roles up to B = 2: +0.8 to +1.9
+      // wins (bench/results/2026-12-03-h200-unit-schedule.md). PDL between the roles up to B = 2: +0.9 to +1.9
       // points at B = 1, +0.4 to +1.6 at B = 2, within the runs' spread from B = 4 (three rounds, H200,
       // bench/results/2026-12-03-h200-prologue-and-loops.md).
       {Arch::sm_90a,

@@ -365,6 +365,13 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   return p;
 }
 
+void override_pdl(MoeLaunchPlan& plan, std::optional<bool> pdl) {
+  if (!pdl) return;
+  std::erase_if(plan.notes, [](const std::string& n) { return n.starts_with("pdl"); });
+  plan.pdl = *pdl;
+  plan.notes.push_back(fmt::format("pdl {} (set by the options)", plan.pdl ? "on" : "off"));
+}
+
 void to_json(nlohmann::json& j, const RolePlan& r) {
   j = {{"launched", r.launched},
        {"grid", r.grid},

@@ -113,6 +113,10 @@ struct MoeLaunchPlan {
   friend bool operator==(const MoeLaunchPlan&, const MoeLaunchPlan&) = default;
 };
 
+// MoeLayerOptions::pdl over the planned MoeLaunchPlan::pdl (unset: as planned), its note replaced by one saying
+// so: a launch choice, the kernels are the same either way.
+void override_pdl(MoeLaunchPlan& plan, std::optional<bool> pdl);
+
 // The kernels' H and I: the model's, padded with zero weights and
 // activations to the 128-wide steps (H that is not a multiple of 128 to 256:
 // see padded_hidden); and the workspace dimensions they make.

@@ -263,7 +263,9 @@ MoeLayer::~MoeLayer() {
 }
 
 codegen::MoeLaunchPlan MoeLayer::plan(int tokens) const {
-  return codegen::plan_launch(config_, tokens, profile_, options_.codegen);
+  codegen::MoeLaunchPlan p = codegen::plan_launch(config_, tokens, profile_, options_.codegen);
+  codegen::override_pdl(p, options_.pdl);
+  return p;
 }
 
 contract::WorkspaceLayout MoeLayer::workspace_layout() const {

@@ -198,7 +198,7 @@ class MoeLayer {
     codegen::MoeLaunchPlan plan;
   };
   const TokenLaunch& kernels_for_locked(int tokens);
-  bool pdl_for(const TokenLaunch& t) const { return options_.pdl.value_or(t.plan.pdl); }
+  static bool pdl_for(const TokenLaunch& t) { return t.plan.pdl; }  // plan() applied MoeLayerOptions::pdl
   StreamState& stream_state_locked(CUstream stream);
   // The caller's workspace, checked, or the stream's own (allocated and zeroed on first use).
   CUdeviceptr workspace_for_locked(const MoeForwardArgs& a, StreamState& st);

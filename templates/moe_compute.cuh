@@ -107,11 +107,11 @@ struct ComputeRole {
   using Ring = StageRing<kPath, kTiles, kTileN, kStages, kDecoded != 0>;
   static constexpr bool kUnits = kSchedule == contract::kScheduleUnits;
   // The routing tables of a step of at most 32 routes by one warp (route_tables_warp: about 1 us sooner to the
-  // first weight copy on the H200), compiled into the kernels that run such steps: the unit schedule's
-  // (planned at B = 1). Not into the stream kernels of every B: at their 128-register cap the second
-  // prologue moved their allocation (4 bytes spilled, two more instructions a K-loop step; measured
-  // 1-2 points slower at B = 8-16, bench/results/2026-12-03-h200-prologue-and-loops.md).
-  static constexpr bool kWarpTables = kRanks == 1 && (kUnits || kCapacity * kTopK + kShared <= 32);
+  // first weight copy on the H200), in the unit schedule's kernel (planned at B = 1) only. Not in the stream
+  // kernels: at their 128-register cap the second prologue moved their allocation (4 bytes spilled, two more
+  // instructions a K-loop step; 1-2 points slower at B = 8-16, where the tables are not even built that way,
+  // bench/results/2026-12-03-h200-prologue-and-loops.md).
+  static constexpr bool kWarpTables = kRanks == 1 && kUnits;
   using StreamWalker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileN, kGrid, Atom, kSmem.shares>;
   using Walker = typename SelectType<kUnits, UnitWalker<kHidden, kInter, kTiles, kTileN, kGrid>, StreamWalker>::type;
   using Shape = PhaseShape<kHidden, kInter, kTiles>;

@@ -148,7 +148,8 @@ __device__ __forceinline__ int expert_cost(int n, int routes) {
 // barrier: the same tables as route_tables, from one load per lane, a match
 // per expert and warp scans, instead of ten block barriers and scans over E
 // (the block's tables were done 2.5 us after entry at B = 1 on the H200, these
-// 1.3). `scratch` is int [2]: the block reads n_active and the tile count from it.
+// 1.3). The caller checks routes.span_size(0) + kShared <= 32 (a lane a route).
+// `scratch` is int [2]: the block reads n_active and the tile count from it.
 template <int kExperts, int kShared, int kTileN, class Costs, class Routes>
 __device__ RouteTables route_tables_warp(const Routes& routes, int tokens, int* scratch, int* active, int* count,
                                          int* tile0, int* cost0) {

@@ -116,7 +116,7 @@ struct Plan {
   int tile_n = 0;
   int stages = 0;
   std::string schedule = "stream";  // "stream" or "units" (LayerOptions::schedule)
-  bool pdl = false;                 // programmatic dependent launch between the roles (LayerOptions::pdl)
+  bool pdl = false;                 // programmatic dependent launch between the roles (LayerOptions::pdl applied)
   std::string ep_mode = "none";     // expert parallelism's modes (LayerOptions::ep_mode), "none" with one rank
   int dispatch_sms = 0;             // SMs kept out of the compute grid for the dispatch role
   RolePlan dispatch, compute, finalize;

@@ -103,6 +103,8 @@ class Plans(unittest.TestCase):
         self.assertEqual(moejit.plan("glm5.2", 1, schedule="stream")["schedule"], "stream")
         self.assertTrue(moejit.plan("glm5.2", 2)["pdl"])  # PDL between the roles, planned up to B = 2
         self.assertFalse(p["pdl"])
+        self.assertFalse(moejit.plan("glm5.2", 1, pdl=False)["pdl"])  # the option is what launches
+        self.assertTrue(moejit.plan("glm5.2", 1, pdl=None)["pdl"])  # None: as planned
         self.assertEqual(p["target"], "sm_90a")
         self.assertGreater(p["compute"]["grid"], 0)
         self.assertEqual(moejit.plan("glm5.2", 8, path="fast")["path"], "fast")

@@ -64,6 +64,18 @@ TEST_CASE("public API: plan on a built-in device, no GPU") {
   moejit::LayerOptions fast;
   fast.path = "fast";
   CHECK(moejit::plan(moejit::builtin_config("glm5.2"), 8, "h200", fast).path == "fast");
+  // PDL between the roles: planned up to B = 2; the option is what the plan reports (and what launches).
+  CHECK(moejit::plan(moejit::builtin_config("glm5.2"), 1, "h200").pdl);
+  moejit::LayerOptions no_pdl;
+  no_pdl.pdl = false;
+  const moejit::Plan off = moejit::plan(moejit::builtin_config("glm5.2"), 1, "h200", no_pdl);
+  CHECK_FALSE(off.pdl);
+  CHECK(off.json.find("\"pdl\": false") != std::string::npos);
+  CHECK(std::count_if(off.notes.begin(), off.notes.end(),
+                      [](const std::string& n) { return n == "pdl off (set by the options)"; }) == 1);
+  moejit::LayerOptions pdl_on;
+  pdl_on.pdl = true;
+  CHECK(moejit::plan(moejit::builtin_config("glm5.2"), 8, "h200", pdl_on).pdl);
   CHECK(field_of([] { moejit::plan(moejit::builtin_config("glm5.2"), 8, "a100"); }) == "device");
   CHECK(field_of([] { moejit::plan(moejit::builtin_config("glm5.2"), 0); }) == "batch");
   CHECK(field_of([] { moejit::plan(moejit::builtin_config("glm5.2"), 257); }) == "batch");
