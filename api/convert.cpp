@@ -15,6 +15,15 @@ E parse_field(const char* field, const std::string& text, const E (&all)[N], std
   if (const auto v = codegen::parse_name(text, all, name)) return *v;
   throw Error(field, fmt::format("{} = '{}' is invalid: must be {}", field, text, codegen::names_of(all, name)));
 }
+// An option left empty for the planner's choice: unset when empty, else parse(text), or Error(field) saying what
+// is allowed.
+template <class Parse>
+auto parse_option(const char* field, const std::string& text, Parse parse, std::string_view allowed) {
+  decltype(parse(text)) v;
+  if (!text.empty() && !(v = parse(text)))
+    throw Error(field, fmt::format("{} = '{}' is invalid: must be {}", field, text, allowed));
+  return v;
+}
 }  // namespace
 
 codegen::MoeConfig to_internal(const Config& c) {
@@ -61,32 +70,14 @@ Config to_public(const codegen::MoeConfig& m) {
 
 codegen::MoeCodegenOptions codegen_options(const LayerOptions& o) {
   codegen::MoeCodegenOptions c;
-  if (!o.path.empty()) {
-    const auto path = codegen::parse_path(o.path);
-    if (!path)
-      throw Error("path",
-                  fmt::format("path = '{}' is invalid: must be exact, fast or empty (the target's default)", o.path));
-    c.path = *path;
-  }
+  c.path = parse_option("path", o.path, codegen::parse_path, "exact, fast or empty (the target's default)");
   c.input_bf16 = o.input_bf16;
   c.tile_n = o.tile_n;
   c.stages = o.stages;
   c.ctas_per_sm = o.ctas_per_sm;
-  if (!o.schedule.empty()) {
-    const auto schedule = codegen::parse_schedule(o.schedule);
-    if (!schedule)
-      throw Error("schedule",
-                  fmt::format("schedule = '{}' is invalid: must be stream, units or empty (as planned)", o.schedule));
-    c.schedule = *schedule;
-  }
-  if (!o.ep_mode.empty()) {
-    const auto mode = codegen::parse_ep_mode(o.ep_mode);
-    if (!mode)
-      throw Error("ep_mode", fmt::format("ep_mode = '{}' is invalid: must be none or a +-joined list of mirror, pull, "
-                                         "staged-returns, direct-scan (empty: as planned)",
-                                         o.ep_mode));
-    c.ep_mode = *mode;
-  }
+  c.schedule = parse_option("schedule", o.schedule, codegen::parse_schedule, "stream, units or empty (as planned)");
+  c.ep_mode = parse_option("ep_mode", o.ep_mode, codegen::parse_ep_mode,
+                           "none or a +-joined list of mirror, pull, staged-returns, direct-scan (empty: as planned)");
   if (o.dispatch_sms != -1) c.dispatch_sms = o.dispatch_sms;
   codegen::validate(c);
   return c;

@@ -856,8 +856,8 @@ struct ComputeRole {
     int* const cost0 = reinterpret_cast<int*>(smem + kSmem.cost0);
     RouteTables tables;
     if (kWarpTables && int(p.tokens) * kTopK + kShared <= 32)
-      tables = route_tables_warp<kSlots, kShared, kTileN, Atom>(LocalRoutes{p.topk_ids, int(p.tokens) * kTopK},
-                                                                int(p.tokens), s_scratch, active, count, tile0, cost0);
+      tables = route_tables_warp<kSlots, kShared, kTileN>(LocalRoutes{p.topk_ids, int(p.tokens) * kTopK}, int(p.tokens),
+                                                          s_scratch, active, count, tile0);
     else
       tables = route_tables<kSlots, kShared, kTileN, kThreads, Atom>(
           routes_of(p, kRanks == 1 || s_scratch[61] != 0), int(p.tokens),

@@ -135,24 +135,17 @@ __device__ __forceinline__ int step_cost(int cls) {
     default: return Costs::kStepCost[kPhase][3];
   }
 }
-// An active expert's step cost in phase kPhase: its n token tiles of `routes` routes, the full ones and the
-// last one, each at its class's cost (route_tables writes the same sum inline: the stream kernels' SASS
-// is the measured one).
-template <class Costs, int kPhase, int kTileN>
-__device__ __forceinline__ int expert_cost(int n, int routes) {
-  return (n - 1) * step_cost<Costs, kPhase>(contract::tile_class(kTileN)) +
-         step_cost<Costs, kPhase>(contract::tile_class(routes - (n - 1) * kTileN));
-}
-// Step 1 for a decode step of at most 32 schedule routes (B * k plus, with
-// kShared, one for the shared expert), by warp 0 while the block waits at one
-// barrier: the same tables as route_tables, from one load per lane, a match
-// per expert and warp scans, instead of ten block barriers and scans over E
+// Step 1 of the unit schedule for a decode step of at most 32 schedule routes
+// (B * k plus, with kShared, one for the shared expert), by warp 0 while the
+// block waits at one barrier: route_tables' active, count and tile0 (UnitWalker
+// reads no step costs, so cost0 is not built), from one load per lane, a match
+// per expert and a warp scan, instead of ten block barriers and scans over E
 // (the block's tables were done 2.5 us after entry at B = 1 on the H200, these
 // 1.3). The caller checks routes.span_size(0) + kShared <= 32 (a lane a route).
 // `scratch` is int [2]: the block reads n_active and the tile count from it.
-template <int kExperts, int kShared, int kTileN, class Costs, class Routes>
+template <int kExperts, int kShared, int kTileN, class Routes>
 __device__ RouteTables route_tables_warp(const Routes& routes, int tokens, int* scratch, int* active, int* count,
-                                         int* tile0, int* cost0) {
+                                         int* tile0) {
   constexpr int kRouted = kExperts - kShared;
   if (threadIdx.x < 32) {
     const int lane = threadIdx.x;
@@ -177,21 +170,9 @@ __device__ RouteTables route_tables_warp(const Routes& routes, int tokens, int* 
     const int total = __shfl_sync(0xFFFFFFFFu, tiles_before + tiles, 31);
     if (lane < n_active) tile0[lane] = tiles_before;
     if (lane == 0) tile0[n_active] = total, scratch[0] = n_active, scratch[1] = total;
-    if constexpr (!uniform_step_cost<Costs>()) {
-#pragma unroll
-      for (int p = 0; p < 2; ++p) {
-        const int cost = lane < n_active
-                             ? (p ? expert_cost<Costs, 1, kTileN>(tiles, c) : expert_cost<Costs, 0, kTileN>(tiles, c))
-                             : 0;
-        const int before = warp_exclusive_sum(cost);
-        const int phase_cost = __shfl_sync(0xFFFFFFFFu, before + cost, 31);
-        if (lane < n_active) cost0[p * (kExperts + 1) + lane] = before;
-        if (lane == 0) cost0[p * (kExperts + 1) + n_active] = phase_cost;
-      }
-    }
   }
   __syncthreads();
-  return RouteTables{active, count, tile0, cost0, scratch[0], scratch[1]};
+  return RouteTables{active, count, tile0, nullptr, scratch[0], scratch[1]};
 }
 
 // Step 1, by the whole block, over kExperts = E + kShared schedule experts:
