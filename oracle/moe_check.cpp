@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -165,11 +167,13 @@ bool MoeCheckResult::passed() const {
 
 std::string MoeCheckResult::summary() const {
   return fmt::format(
-      "{:<5} B={:<3} {:<10} cos_q={:.7f} maxerr_q={:.3g} cos_dense={:.5f} nan={} unwritten={} rerun={} epoch={} "
+      "{:<5} B={:<3} {:<10} cos_q={:.7f} maxerr_q={:.3g}{} cos_dense={:.5f} nan={} unwritten={} rerun={} epoch={} "
       "{:.3f} ms (check {:.1f} s) {}",
-      path, tokens, routing_name(routing), quantized.cosine, quantized.max_abs_error, dense.cosine,
-      quantized.nan_or_inf, unwritten, rerun_identical ? "same" : "DIFFERENT", epoch, gpu_ms, wall_seconds,
-      passed() ? "PASS" : "FAIL");
+      path, tokens, routing_name(routing), quantized.cosine, quantized.max_abs_error,
+      flips_found < 0 ? std::string()
+                      : fmt::format(" flips={}/{} (plain cos_q={:.7f})", flips_taken, flips_found, plain_cosine),
+      dense.cosine, quantized.nan_or_inf, unwritten, rerun_identical ? "same" : "DIFFERENT", epoch, gpu_ms,
+      wall_seconds, passed() ? "PASS" : "FAIL");
 }
 
 std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>& layers, const RandomWeights& weights,
@@ -261,23 +265,36 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
     outputs.push_back(std::move(y[0]));
   }
 
-  // Every layer of one call shares a config, so one reference serves them all.
+  // Every layer of one call shares a config, so one reference serves them all. A layer under the bar gets the
+  // handoff flips resolved (moe_reference.hpp): the flagged reference costs about twice the plain one, and a layer
+  // at the bar stays there resolved, so it is computed only when some layer needs it.
+  const bool w4a16 = layers.front()->config().recipe == codegen::Recipe::w4a16;
   const std::vector<std::uint16_t> want =
-      layers.front()->config().recipe == codegen::Recipe::w4a16
-          ? reference::quantized_reference_w4a16(p, weights.host, x_bf16, r)
-          : reference::quantized_reference(p, weights.host, xq.elements, xq.scales, r);
+      w4a16 ? reference::quantized_reference_w4a16(p, weights.host, x_bf16, r)
+            : reference::quantized_reference(p, weights.host, xq.elements, xq.scales, r);
+  std::optional<reference::QuantizedReference> flagged;
+  const char* resolve_env = std::getenv("MOEJIT_RESOLVE_FLIPS");  // "1": every case, to count them
+  const bool resolve_always = resolve_env && std::string_view(resolve_env) == "1";
   std::vector<int> sample;
   for (int t = 0; t < tokens && sample.size() < 16; t += std::max(1, tokens / 16)) sample.push_back(t);
   const std::vector<double> dense = reference::dense_reference(p, weights.host, x, r, sample);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   for (std::size_t i = 0; i < results.size(); ++i) {
     results[i].quantized = reference::compare(bf16_to_double(outputs[i]), bf16_to_double(want));
+    if (!w4a16 && (resolve_always || !(results[i].quantized.cosine >= results[i].cosine_bar))) {
+      results[i].plain_cosine = results[i].quantized.cosine;
+      if (!flagged) flagged = reference::quantized_reference_flips(p, weights.host, xq.elements, xq.scales, r);
+      const reference::FlipResolution resolved = reference::resolve_flips(*flagged, p, weights.host, outputs[i]);
+      results[i].flips_found = static_cast<int>(flagged->flips.size());
+      results[i].flips_taken = resolved.taken;
+      results[i].quantized = reference::compare(bf16_to_double(outputs[i]), bf16_to_double(resolved.y));
+    }
     std::vector<double> got_sample;
     for (int t : sample)
       for (int h = 0; h < H; ++h) got_sample.push_back(mx::bf16_value(outputs[i][std::size_t(t) * H + h]));
     results[i].dense = reference::compare(got_sample, dense);
-    results[i].wall_seconds = seconds;
   }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  for (MoeCheckResult& result : results) result.wall_seconds = seconds;
   return results;
 }
 

@@ -77,8 +77,13 @@ struct MoeCheckResult {
   std::string path;                // the layer's compute path
   reference::Agreement quantized;  // all tokens, against the quantized reference
   reference::Agreement dense;      // up to 16 tokens, against the unquantized reference
-  std::size_t unwritten = 0;       // outputs still holding the poison pattern
-  bool rerun_identical = false;    // a second forward produced the same bits
+  // Handoff flips (moe_reference.hpp) flagged, and taken to match the kernel: resolved only where the plain
+  // reference leaves quantized.cosine under cosine_bar (flips_found -1: not needed), which then holds the resolved one.
+  // MOEJIT_RESOLVE_FLIPS=1 resolves every case.
+  int flips_found = -1, flips_taken = 0;
+  double plain_cosine = 0;       // against the plain reference, where resolved
+  std::size_t unwritten = 0;     // outputs still holding the poison pattern
+  bool rerun_identical = false;  // a second forward produced the same bits
   bool x_quantization_matches =
       true;                     // the kernel's MXFP8 (BF16 input) and split rows (fast path) equal the CPU twin's
   int epoch = 0;                // the workspace header's epoch after the two forwards (must be 2)

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace moejit::reference {
@@ -59,6 +60,63 @@ std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const Checkp
                                                const std::vector<std::uint8_t>& x_q,
                                                const std::vector<std::uint8_t>& x_scales, const Routing& routing,
                                                int threads = 0);
+
+// Handoff flips (docs/numerics.md "Handoff flips"). The MXFP8 requantization
+// of GEMM1's output is a step function: where the double GEMM1 value lies
+// within FP32 summation error of a step (an E4M3 rounding boundary, one of
+// g's or u's BF16 boundaries that moves a across one, or a power of two that
+// sets its block's scale code), a kernel summing in FP32 may land on the
+// neighbouring MXFP8 value, one step (6-12%) away, and still compute the
+// operator. "Within" is kFlipTolerance x |W1 row| |x_t| (Cauchy-Schwarz's
+// bound on the sum of |products|, which bounds any FP32 order's error) on g
+// and u, and kActivationTolerance relative on a.
+inline constexpr double kFlipTolerance = 0x1p-20;
+inline constexpr double kActivationTolerance = 0x1p-20;
+
+struct HandoffFlip {
+  int slot = 0;   // route row t*k' + j (k' = k + 1 with a shared expert, its slot last)
+  int block = 0;  // 32-element block of I
+  // (element of the block, BF16 image of its MXFP8 value on the other side):
+  // one element, or all 32 under the neighbouring scale code.
+  std::vector<std::pair<int, double>> values;
+};
+
+// The quantized reference with what resolve_flips needs: y takes each step
+// as the double GEMM1 value decides.
+struct QuantizedReference {
+  std::vector<std::uint16_t> y;  // BF16 bits [B][H]
+  std::vector<HandoffFlip> flips;
+  int tokens = 0, slots_per_token = 0;  // B, k'
+  std::vector<std::int32_t> slot_ids;   // [B*k'] expert of each route row (the shared one is E), -1 outside [0, E)
+  std::vector<double> handoff;          // [B*k'][I] BF16 images of the MXFP8 intermediate
+  std::vector<double> slot_sums;        // [B*k'][H] W2 . a_q + w b2, before the route row's BF16 rounding
+};
+// `twin_jitter` > 0 makes it a twin of a kernel instead: g and u move by up
+// to twin_jitter x their tolerance (a hash of twin_seed and the element picks
+// how far), so its steps fall where an FP32 GEMM1's may. Its tests only.
+QuantizedReference quantized_reference_flips(const MoeProblem& p, const CheckpointWeights& w,
+                                             const std::vector<std::uint8_t>& x_q,
+                                             const std::vector<std::uint8_t>& x_scales, const Routing& routing,
+                                             int threads = 0, double twin_jitter = 0, std::uint64_t twin_seed = 0);
+
+struct FlipResolution {
+  std::vector<std::uint16_t> y;  // BF16 bits [B][H]
+  std::vector<double> handoff;   // QuantizedReference::handoff with the flips taken
+  int taken = 0;                 // flips whose other side brought y nearer to `got`
+};
+// Takes, one at a time in order, each flip whose other side brings its
+// token's H outputs nearer to `got` (squared error; non-finite outputs left
+// out); tokens in parallel. Only the neighbouring MXFP8 value of a flagged element or block can
+// be taken, so a kernel wrong anywhere else stays as far as it is.
+FlipResolution resolve_flips(const QuantizedReference& ref, const MoeProblem& p, const CheckpointWeights& w,
+                             const std::vector<std::uint16_t>& got, int threads = 0);
+// The finalize role's rule for one output element: BF16 of the FP32 sum, in
+// slot order, of each route row's BF16 rounding (slot_sums[j * stride]).
+std::uint16_t finalize_element(const double* slot_sums, std::size_t stride, int slots);
+// quantized_reference_flips then resolve_flips against `got`.
+FlipResolution resolved_reference(const MoeProblem& p, const CheckpointWeights& w, const std::vector<std::uint8_t>& x_q,
+                                  const std::vector<std::uint8_t>& x_scales, const Routing& routing,
+                                  const std::vector<std::uint16_t>& got, int threads = 0);
 
 // The layer without activation quantization, BF16 rounding or requantization:
 // FP32 activations x [B][H] against the weights' real values, double

@@ -2,6 +2,7 @@
 // What the GPU tests share: the run's seed, small layer configurations, and
 // one forward's inputs and output on the device.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -14,11 +15,16 @@
 
 namespace moejit::gpu_test {
 
-// One seed per process, printed by the tests; MOEJIT_TEST_SEED repeats a run.
+// One seed per process, printed when first drawn (every process of a sharded
+// run prints its own); MOEJIT_TEST_SEED repeats a run.
 inline std::uint64_t seed() {
   static const std::uint64_t s = [] {
     const char* env = std::getenv("MOEJIT_TEST_SEED");
-    return env ? std::strtoull(env, nullptr, 10) : std::uint64_t{std::random_device{}()};
+    const std::uint64_t drawn = env ? std::strtoull(env, nullptr, 10) : std::uint64_t{std::random_device{}()};
+    std::printf("MOEJIT_TEST_SEED=%llu (set it to repeat this process's inputs)\n",
+                static_cast<unsigned long long>(drawn));
+    std::fflush(stdout);
+    return drawn;
   }();
   return s;
 }

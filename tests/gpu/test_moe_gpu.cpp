@@ -70,7 +70,7 @@ int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::v
                    : m.input_bf16                                ? "bf16-x "
                                                                  : "mxfp8-x",
                    r.summary());
-        CHECK_MESSAGE(r.passed(), shape.name << " " << r.summary());
+        CHECK_MESSAGE(r.passed(), std::string(shape.name) << " " << r.summary());
         failures += !r.passed();
       }
   return failures;

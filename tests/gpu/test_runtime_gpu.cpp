@@ -29,7 +29,7 @@ namespace {
 double cosine_vs_reference(const oracle::RandomWeights& w, const reference::MoeProblem& p,
                            const oracle::RandomInputs& in, const std::vector<std::uint16_t>& y) {
   const std::vector<std::uint16_t> want =
-      reference::quantized_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing);
+      reference::resolved_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing, y).y;
   std::vector<double> a(y.size()), b(want.size());
   for (std::size_t i = 0; i < y.size(); ++i) a[i] = mx::bf16_value(y[i]);
   for (std::size_t i = 0; i < want.size(); ++i) b[i] = mx::bf16_value(want[i]);
