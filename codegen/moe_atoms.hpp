@@ -45,12 +45,14 @@ struct AtomTraits {
   int tiles;        // 64-row weight tiles per item (a multiple of groups) where the model's M extents allow
   int ctas_per_sm;  // compute CTAs per SM the planner aims for (0: from the SMEM budget)
   int max_tile_n;   // the widest token tile its mainloop runs without serializing
-  // A measured cap on the ring's depth for small forwards (0: none): up to
-  // max_batch tokens, the compute ring has at most `stages` stages.
+  // Measured caps on the ring's depth for small forwards, by B ascending: the
+  // first whose max_batch >= B applies, and the compute ring has at most its
+  // `stages` stages. None applies above the last.
   struct SmallBatchRing {
     int max_batch = 0;
     int stages = 0;
-  } small_batch_ring = {};
+  };
+  std::vector<SmallBatchRing> small_batch_rings = {};
   // Up to this B the planner picks the unit schedule (Schedule::units) for a single-GPU layer whose partial rows
   // fit the workspace; 0: never. Measured; only the sm90-fp8-wgmma atom runs it.
   int unit_max_batch = 0;

@@ -274,10 +274,13 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                       config.name, batch, device.name, ctas, device.smem_per_sm));
     note(fmt::format("stages = {}: the deepest of [2, {}] whose {} B fit {} CTA(s) per SM", stages, k_max_stages,
                      smem_for(ctas, stages), ctas));
-    const AtomTraits::SmallBatchRing cap = atom->small_batch_ring;
-    if (batch <= cap.max_batch && stages > cap.stages) {
-      stages = cap.stages;
-      note(fmt::format("stages = {}: the {} atom's measured depth for B <= {}", stages, atom->name, cap.max_batch));
+    for (const AtomTraits::SmallBatchRing& cap : atom->small_batch_rings) {
+      if (batch > cap.max_batch) continue;
+      if (stages > cap.stages) {
+        stages = cap.stages;
+        note(fmt::format("stages = {}: the {} atom's measured depth for B <= {}", stages, atom->name, cap.max_batch));
+      }
+      break;
     }
   } else if (!fits(ctas, stages)) {
     throw PlanError(fmt::format("{} B={} on {}: {} stages ({} B each CTA) do not fit {} CTA(s) per SM", config.name,

@@ -171,17 +171,19 @@ TEST_CASE("the routing prologue's tables fit 2048 experts at tile_n 8 on both sm
   }
 }
 
-TEST_CASE("the fast atom's ring is 5 stages deep up to B = 4, as deep as SMEM allows from B = 8, unless set") {
+TEST_CASE(
+    "the fast atom's ring is 5 stages deep up to B = 4, 4 up to B = 8, as deep as SMEM allows above, unless set") {
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
-    CAPTURE(model);
+    CAPTURE(std::string(model));
     const codegen::MoeConfig c = codegen::builtin_model(model);
     codegen::MoeCodegenOptions o;
     o.path = codegen::ComputePath::fast;
-    const int deep = codegen::plan_launch(c, 8, h200, o).stages;
+    const int deep = codegen::plan_launch(c, 17, h200, o).stages;
     CHECK(deep > 5);
     for (int b : {1, 2, 4}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 5);
-    CHECK(codegen::plan_launch(c, 5, h200, o).stages == deep);
+    for (int b : {5, 8, 16}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 4);
+    CHECK(codegen::plan_launch(c, 32, h200, o).stages == deep);
     o.stages = 6;
     CHECK(codegen::plan_launch(c, 1, h200, o).stages == 6);  // the options win
     o.stages = 0;
