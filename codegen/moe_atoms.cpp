@@ -27,9 +27,10 @@ const std::vector<AtomTraits>& all_atoms() {
       // warpgroups, bench/results/2026-12-03-h200-kloop-probe.md). Fourteen warps leave 128 registers a
       // thread (four warps on some SM sub-partition's 16K registers).
       // At B <= 4 a 5-stage ring runs 1-2.5 points of the floor faster than the 10 stages that fit (H200,
-      // bench/results/2026-12-02/s4-stages-sweep.log); at B = 8 and 16 a 4-stage ring beats the 7 that fit
-      // beside three warpgroups in 11 of 12 A/B pairs over two leases, by up to 3.2 points (GLM5.2 and
-      // DSV4.1-Flash, bench/results/2026-12-04-h200-flips-and-ring.md); at B = 4 it does not.
+      // bench/results/2026-12-02/s4-stages-sweep.log); at B = 8 a 4-stage ring beats the 7 that fit beside
+      // three warpgroups in 10 of 12 A/B pairs over two leases, +1.3 points on average; at B = 4 it does not,
+      // and at B = 16 the pairs split 5 to 3 within the spread (GLM5.2 and DSV4.1-Flash,
+      // bench/results/2026-12-04-h200-flips-and-ring.md).
       // The unit schedule at B = 1: +6.6 to +8.3 points over stream (GLM5.2 58.4-60.1% against 51.8,
       // DSV4.1-Flash 48.6-49.1% against 41.5); from B = 2 its two warpgroups' K-loop is the limit and stream
       // wins (bench/results/2026-12-03-h200-unit-schedule.md). PDL between the roles up to B = 2: +0.9 to +1.9
@@ -48,7 +49,7 @@ const std::vector<AtomTraits>& all_atoms() {
        6,
        1,
        16,
-       {{4, 5}, {16, 4}},
+       {{4, 5}, {8, 4}},
        1,
        2},
       // Three CTAs of one warpgroup: the BF16 mma.sync loop is issue-bound and more warps hide its latency;
