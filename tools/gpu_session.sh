@@ -22,9 +22,9 @@
 #   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
 #   ep        expert parallelism on R = 2 and 4 partitions: its GPU tests, then moejit_bench_ep
 #   small-b   the B <= 8 candidates, each checked first (`moejit run`): the unit schedule against stream at
-#             B = 1, 2, 4, the planned PDL (B <= 2) against --no-pdl, and tile_n 8 and four ring stages at
-#             B = 8 against the plan, A/B'd in the bench twice
-#             (bench/results/2026-12-03-h200-prologue-and-loops.md)
+#             B = 1, 2, 4, the planned PDL (B <= 2) against --no-pdl, and tile_n 8 and the 7-stage ring at
+#             B = 8 against the plan (4 stages), A/B'd in the bench twice
+#             (bench/results/2026-12-04-h200-flips-and-ring.md)
 #   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
 #             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each), and
 #             ncu's issue activity of both at GLM5.2 B = 32
@@ -158,14 +158,14 @@ for step in "${steps[@]}"; do
       for model in glm5.2 dsv4.1-flash; do
         run "run-units-$model.log" moejit run --model "$model" --batch 2 --schedule units
         run "run-tile8-$model.log" moejit run --model "$model" --batch 8 --tile-n 8
-        run "run-stages4-$model.log" moejit run --model "$model" --batch 8 --stages 4
+        run "run-stages7-$model.log" moejit run --model "$model" --batch 8 --stages 7
       done
       run bench-small-b.log bash -c 'for i in 1 2; do for model in glm5.2 dsv4.1-flash; do
           echo "#### moejit_bench_moe --model $model --schedule stream,units --batches 1,2,4"
           moejit_bench_moe --model $model --schedule stream,units --batches 1,2,4 || exit 1
           echo "#### moejit_bench_moe --model $model --no-pdl --batches 1,2,4"
           moejit_bench_moe --model $model --no-pdl --batches 1,2,4 || exit 1
-          for v in "" "--tile-n 8" "--stages 4"; do echo "#### moejit_bench_moe --model $model $v --batches 8"
+          for v in "" "--tile-n 8" "--stages 7"; do echo "#### moejit_bench_moe --model $model $v --batches 8"
             moejit_bench_moe --model $model $v --batches 8 || exit 1; done; done; done'
       ;;
     # SM partitions (green contexts) and layers planned for them: expert parallelism's ranks on one GPU.
