@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "oracle/moe_reference.hpp"
 #include "oracle/mx_format.hpp"
@@ -69,7 +72,9 @@ FlipResolution resolve_flips(const QuantizedReference& ref, const MoeProblem& p,
                              const std::vector<std::uint16_t>& got, int threads) {
   const int H = p.hidden, I = p.intermediate, K = ref.slots_per_token;
   FlipResolution out{ref.y, ref.handoff, 0};
-  if (got.size() != ref.y.size()) return out;
+  if (got.size() != ref.y.size())
+    throw std::invalid_argument(
+        fmt::format("resolve_flips: got has {} elements, the reference's y {}", got.size(), ref.y.size()));
   // A token's flips move its outputs only: the tokens resolve independently, each flip in the order found.
   std::vector<std::vector<const HandoffFlip*>> by_token(ref.tokens);
   for (const HandoffFlip& f : ref.flips) by_token[f.slot / K].push_back(&f);
@@ -83,7 +88,12 @@ FlipResolution resolve_flips(const QuantizedReference& ref, const MoeProblem& p,
     const std::uint16_t* mine = got.data() + std::size_t(t) * H;
     std::vector<double> moved(H), column(H);
     std::vector<std::pair<int, std::uint16_t>> changed;  // (h, y[h] with the flip taken)
+    // Blocks whose scale code was flipped: their element flips are steps on the old code's grid, so taking one
+    // after the rescale would leave the block on two codes, which no kernel can produce.
+    std::vector<std::pair<int, int>> rescaled;  // (slot, block)
     for (const HandoffFlip* f : by_token[t]) {
+      const std::pair<int, int> at_block{f->slot, f->block};
+      if (!f->rescale && std::find(rescaled.begin(), rescaled.end(), at_block) != rescaled.end()) continue;
       const int e = ref.slot_ids[f->slot], j = f->slot % K;
       // The route row's sums move by W2 . (a' - a) over the changed elements.
       std::fill(moved.begin(), moved.end(), 0.0);
@@ -111,6 +121,7 @@ FlipResolution resolve_flips(const QuantizedReference& ref, const MoeProblem& p,
       rows.settle(j);
       for (const auto& [h, now] : changed) y[h] = now;
       for (const auto& [i, value] : f->values) out.handoff[std::size_t(f->slot) * I + 32 * f->block + i] = value;
+      if (f->rescale) rescaled.push_back(at_block);
       ++taken[t];
     }
   });

@@ -134,7 +134,7 @@ void block_flips(const double* a, const double* lo, const double* hi, std::uint8
   }
   for (const std::uint8_t other : {mx::block_scale_code(amax_lo, 8), mx::block_scale_code(amax_hi, 8)}) {
     if (other == code) continue;
-    HandoffFlip f{slot, block, {}};
+    HandoffFlip f{slot, block, {}, true};
     for (int i = 0; i < 32; ++i) f.values.emplace_back(i, mxfp8_image(a[i], other));
     flips.push_back(std::move(f));
   }

@@ -67,9 +67,10 @@ std::vector<std::uint16_t> quantized_reference(const MoeProblem& p, const Checkp
 // g's or u's BF16 boundaries that moves a across one, or a power of two that
 // sets its block's scale code), a kernel summing in FP32 may land on the
 // neighbouring MXFP8 value, one step (6-12%) away, and still compute the
-// operator. "Within" is kFlipTolerance x |W1 row| |x_t| (Cauchy-Schwarz's
-// bound on the sum of |products|, which bounds any FP32 order's error) on g
-// and u, and kActivationTolerance relative on a.
+// operator. "Within" is kFlipTolerance x |W1 row| |x_t| on g and u, and
+// kActivationTolerance relative on a: an empirical margin (~16x an FP32 sum's
+// random-walk error over H products, since |W1 row| |x_t| bounds the sum of
+// |products|), not a bound for every summation order.
 inline constexpr double kFlipTolerance = 0x1p-20;
 inline constexpr double kActivationTolerance = 0x1p-20;
 
@@ -77,8 +78,9 @@ struct HandoffFlip {
   int slot = 0;   // route row t*k' + j (k' = k + 1 with a shared expert, its slot last)
   int block = 0;  // 32-element block of I
   // (element of the block, BF16 image of its MXFP8 value on the other side):
-  // one element, or all 32 under the neighbouring scale code.
+  // one element, or all 32 under the neighbouring scale code (rescale).
   std::vector<std::pair<int, double>> values;
+  bool rescale = false;
 };
 
 // The quantized reference with what resolve_flips needs: y takes each step
@@ -107,7 +109,8 @@ struct FlipResolution {
 // Takes, one at a time in order, each flip whose other side brings its
 // token's H outputs nearer to `got` (squared error; non-finite outputs left
 // out); tokens in parallel. Only the neighbouring MXFP8 value of a flagged element or block can
-// be taken, so a kernel wrong anywhere else stays as far as it is.
+// be taken, so a kernel wrong elsewhere comes nearer by no more than those steps absorb. After a
+// block's rescale is taken its element flips are skipped. Throws if got's size is not y's.
 FlipResolution resolve_flips(const QuantizedReference& ref, const MoeProblem& p, const CheckpointWeights& w,
                              const std::vector<std::uint16_t>& got, int threads = 0);
 // The finalize role's rule for one output element: BF16 of the FP32 sum, in
