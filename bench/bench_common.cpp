@@ -7,7 +7,10 @@
 #include <set>
 #include <stdexcept>
 
+#include "codegen/sm_probe_kernel.hpp"
+#include "jit/kernel_builder.hpp"
 #include "oracle/moe_check.hpp"
+#include "runtime/loaded_kernel.hpp"
 
 namespace moejit::bench {
 
@@ -40,6 +43,29 @@ double copy_bandwidth_gbs(CUstream stream) {
   runtime::driver().cuEventDestroy(s);
   runtime::driver().cuEventDestroy(e);
   return percentile(runs, 0.5);
+}
+
+double sm_clock_mhz(CUstream stream) {
+  static const runtime::DeviceInfo dev = runtime::query_device(0);
+  static const jit::BuildArtifacts built = [] {
+    const auto target = codegen::parse_target(dev.target_name());
+    if (!target) throw std::runtime_error(fmt::format("sm clock: no target for {}", dev.target_name()));
+    return jit::build_kernel(codegen::sm_probe_spec(*target));
+  }();
+  static const runtime::LoadedKernel kernel(built.cubin, built.spec.entry_name());
+  const int grid = dev.sm_count;
+  runtime::DeviceBuffer sms(sizeof(std::uint32_t) * grid), clock(2 * sizeof(std::uint32_t) * grid);
+  CUdeviceptr out = sms.ptr(), clock_out = clock.ptr();
+  std::uint32_t spin_ns = 200000;
+  void* args[] = {&out, &spin_ns, &clock_out};
+  kernel.launch(runtime::LaunchDims{static_cast<unsigned>(grid), 32, 0}, stream, args);
+  std::vector<std::uint32_t> raw(2 * grid);
+  MOEJIT_CU(cuStreamSynchronize, stream);
+  MOEJIT_CU(cuMemcpyDtoH, raw.data(), clock.ptr(), raw.size() * sizeof(std::uint32_t));
+  std::vector<double> mhz;
+  for (int b = 0; b < grid; ++b)
+    if (raw[2 * b + 1] > 0) mhz.push_back(1e3 * raw[2 * b] / raw[2 * b + 1]);
+  return mhz.empty() ? 0.0 : percentile(mhz, 0.5);
 }
 
 int parse_int(const std::string& flag, const std::string& text) {

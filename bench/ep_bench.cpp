@@ -97,7 +97,8 @@ int run(int argc, char** argv) {
   CUstream stream;
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);
-  fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), path fast\n", dev.name, dev.sm_count, bw);
+  fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), SM clock {:.0f} MHz, path fast\n", dev.name,
+             dev.sm_count, bw, bench::sm_clock_mhz(stream));
   fmt::print("{:<13} {:>2} {:>4} {:>6} {:>9} {:>9} {:>7} {:>9} {:>7} {:>10} {:>10}  {}\n", "model", "R", "B", "SMs/r",
              "floor_us", "ep_us", "%floor", "base_us", "speedup", "ep_MB/r", "base_MB/r", "ep_modes");
 

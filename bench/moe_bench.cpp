@@ -7,7 +7,8 @@
 // scales, and biases) of the experts the routing touches, plus the fused
 // shared expert's (--shared-expert: every token reaches it), over the measured device copy
 // bandwidth (read + write bytes). The per-role split comes from an eager run
-// with events between the roles. --trace adds, per B, where the compute
+// with events between the roles. sm_MHz is the SM clock measured right after
+// the replays: the consumer-bound points scale with it, and leases differ. --trace adds, per B, where the compute
 // role's time goes: each milestone of contract::TraceSlot over the CTAs.
 #include <fmt/format.h>
 
@@ -164,12 +165,13 @@ int run(int argc, char** argv) {
   CUstream stream;
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);
-  fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), path {}, recipe {}{}\n", dev.name,
-             dev.sm_count, bw,
+  fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), SM clock {:.0f} MHz, path {}, recipe {}{}\n",
+             dev.name, dev.sm_count, bw, bench::sm_clock_mhz(stream),
              codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
-  fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}  {}\n", "model", "B", "experts", "floor_us",
-             "median_us", "%floor", "disp_us", "comp_us", "fin_us", "tile_n/stages xCTAs groups schedule pdl");
+  fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9} {:>7}  {}\n", "model", "B", "experts",
+             "floor_us", "median_us", "%floor", "disp_us", "comp_us", "fin_us", "sm_MHz",
+             "tile_n/stages xCTAs groups schedule pdl");
 
   if (shared_expert) {
     std::vector<Model> with;
@@ -241,6 +243,7 @@ int run(int argc, char** argv) {
           MOEJIT_CU(cuEventSynchronize, e1);
           us.push_back(elapsed_ms(e0, e1) * 1e3 / kSets);
         }
+        const double mhz = bench::sm_clock_mhz(stream);  // right after the replays: the clock they ran at
         // Per-role split, eager.
         runtime::RoleEvents ev;
         for (CUevent* e : {&ev.start, &ev.dispatched, &ev.computed, &ev.finalized})
@@ -258,9 +261,10 @@ int run(int argc, char** argv) {
         const double med = median(us);
         const codegen::MoeLaunchPlan plan = layer.plan(b);
         fmt::print(
-            "{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f}  {}/{} x{} g{} {} {}\n",
-            m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f), plan.tile_n,
-            plan.stages, plan.compute.blocks_per_sm, plan.groups, codegen::schedule_name(plan.schedule),
+            "{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f} {:>7.0f}  {}/{} x{} g{} {} "
+            "{}\n",
+            m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f), mhz,
+            plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups, codegen::schedule_name(plan.schedule),
             plan.pdl ? "pdl" : "-");
         if (trace) {
           // The last of a rotation over the sets (so the weights come from HBM), through its own graph.

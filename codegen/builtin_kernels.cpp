@@ -19,7 +19,8 @@ constexpr BuiltinKernel k_kernels[] = {
     {"smoke", "MXFP4 -> BF16 dequantization (the smoke kernel)", smoke, every_target},
     {"tma-probe", "three TensorMaps by 2D bulk tensor copies (sm_90a+)", tma_probe_spec, every_target},
     {"mma-probe", "the block-scaled mma.sync.kind::mxf8f6f4 (sm_120a only)", mma_probe_spec, mma_probe_supports},
-    {"sm-probe", "the SM each CTA ran on (%smid; SM partitions' GPU test)", sm_probe_spec, every_target},
+    {"sm-probe", "the SM each CTA ran on (%smid; SM partitions' GPU test) and the SM clock (the benches)",
+     sm_probe_spec, every_target},
 };
 }  // namespace
 

@@ -14,6 +14,7 @@ KernelSpec sm_probe_spec(Target target) {
   s.params = {
       {"out", ParamType::ptr, "moejit::u32* __restrict__"},
       {"spin_ns", ParamType::u32, "moejit::u32"},
+      {"clock", ParamType::ptr, "moejit::u32* __restrict__"},
   };
   return s;
 }

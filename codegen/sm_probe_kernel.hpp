@@ -6,7 +6,7 @@
 
 namespace moejit::codegen {
 
-// ABI: (u32* out [grid], u32 spin_ns)
+// ABI: (u32* out [grid], u32 spin_ns, u32* clock [grid][2] or null: cycles and ns of the spin)
 KernelSpec sm_probe_spec(Target target);
 
 }  // namespace moejit::codegen

@@ -45,7 +45,8 @@ TEST_CASE("SM partitions (green contexts): R = 2 and 4 parts of disjoint SMs, ea
       MOEJIT_CU(cuCtxSetCurrent, partitions.context(p));
       CUdeviceptr out = outs[p].ptr();
       std::uint32_t spin_ns = 20000;
-      void* args[] = {&out, &spin_ns};
+      CUdeviceptr no_clock = 0;
+      void* args[] = {&out, &spin_ns, &no_clock};
       kernels[p]->launch(runtime::LaunchDims{static_cast<unsigned>(grid), 32, 0}, partitions.stream(p), args);
     }
     std::set<std::uint32_t> seen;

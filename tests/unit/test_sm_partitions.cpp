@@ -43,8 +43,9 @@ TEST_CASE("a part count outside [1, SMs / alignment] is refused, naming the fiel
   CHECK_THROWS_AS(runtime::partition_shape(0, 8, 1), codegen::ConfigError);
 }
 
-TEST_CASE("the SM probe compiles for sm_90a and reads %smid") {
+TEST_CASE("the SM probe compiles for sm_90a and reads %smid and %clock64") {
   const jit::BuildArtifacts built = jit::build_kernel(codegen::sm_probe_spec(*codegen::parse_target("sm_90a")));
   CHECK(built.cubin.size() > 64);
   CHECK(built.ptx.find("%smid") != std::string::npos);
+  CHECK(built.ptx.find("%clock64") != std::string::npos);  // the benches' SM clock
 }
