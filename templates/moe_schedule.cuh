@@ -267,10 +267,16 @@ struct PhaseShape {
   __host__ __device__ static constexpr int kb(int phase) { return phase ? kInter / 128 : kHidden / 128; }
   // The 64-row tiles of item mt (derived where used: a segment field would hold a register across the loops).
   __device__ static int tiles(int phase, int item) { return item == mt(phase) - 1 ? rest(phase) : kTiles; }
-  // The relative cost of a step of a full item and of the last item (their tiles over the common divisor).
-  __host__ __device__ static constexpr int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
-  __host__ __device__ static constexpr int w_full(int phase) { return kTiles / gcd(kTiles, rest(phase)); }
-  __host__ __device__ static constexpr int w_last(int phase) { return rest(phase) / gcd(kTiles, rest(phase)); }
+  // The relative time of a step of a full item and of the last item: its tiles plus kStepFixedTiles. A short
+  // item leaves consumer warpgroups idle, and the ones that run it are latency-bound, not faster: on the
+  // H200 a K-loop step of 2 tiles on one of three warpgroups takes 0.54 of a 6-tile step, 4 tiles on two
+  // 0.74-0.79 (the K-loop probe's G = 1, 2, 3 rows, bench/results/2026-12-03-h200-kloop-probe.md), where
+  // the tiles alone say 0.33 and 0.67; (t + 3) / (6 + 3) gives 0.56 and 0.78. Weighted by tiles alone, the
+  // CTAs that drew the short items finished last (DSV4.1-Flash B = 8: 94 GEMM2 steps against the median 82,
+  // its consumers 13 us after the median CTA's, bench/results/2026-12-04/s9a-trace-dsv.log).
+  static constexpr int kStepFixedTiles = 3;
+  __host__ __device__ static constexpr int w_full(int) { return kTiles + kStepFixedTiles; }
+  __host__ __device__ static constexpr int w_last(int phase) { return rest(phase) + kStepFixedTiles; }
   // A token tile's cost in units of its class's step cost.
   __host__ __device__ static constexpr long long units(int phase) {
     return (long long)kb(phase) * ((mt(phase) - 1) * w_full(phase) + w_last(phase));
