@@ -9,11 +9,15 @@
 // bandwidth (read + write bytes). The per-role split comes from an eager run
 // with events between the roles. sm_MHz is the SM clock measured right after
 // the replays: the consumer-bound points scale with it, and leases differ. --trace adds, per B, where the compute
-// role's time goes: each milestone of contract::TraceSlot over the CTAs.
+// role's time goes: each milestone of contract::TraceSlot over the CTAs;
+// --trace-csv DIR also writes every CTA's milestones, a CSV per B.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <set>
@@ -43,46 +47,77 @@ struct Model {
   codegen::MoeConfig config;
 };
 
-// One traced forward's milestones over the compute CTAs: times in us from the
-// first CTA's entry, waits in us, step counts, each as min / median / max.
-void print_trace(const std::vector<std::uint64_t>& t, int grid) {
-  using namespace contract;
-  const auto at = [&](int cta, int slot) { return t[std::size_t(cta) * kTraceSlots + slot]; };
+// The milestones of contract::TraceSlot the bench reads: its name in the summary and the CSV, and what it is.
+struct TraceRow {
+  const char* name;
+  const char* column;
+  int slot;
+  enum { time, wait, count } kind;
+};
+constexpr TraceRow kTraceRows[] = {
+    {"entry", "entry_us", contract::kTraceEntry, TraceRow::time},
+    {"scheduled", "scheduled_us", contract::kTraceScheduled, TraceRow::time},
+    {"activations start", "activations_start_us", contract::kTraceActStart, TraceRow::time},
+    {"first weight copy", "first_weight_copy_us", contract::kTraceWeightFirst, TraceRow::time},
+    {"first GEMM2 copy", "first_gemm2_copy_us", contract::kTraceWeightPhase1, TraceRow::time},
+    {"GEMM1 share done", "gemm1_share_done_us", contract::kTraceConsumerPhase1, TraceRow::time},
+    {"last weight copy", "last_weight_copy_us", contract::kTraceWeightLast, TraceRow::time},
+    {"consumers done", "consumers_done_us", contract::kTraceConsumerDone, TraceRow::time},
+    {"exit", "exit_us", contract::kTraceExit, TraceRow::time},
+    {"wait: free stage (weights)", "wait_free_stage_weights_us", contract::kTraceWeightWait, TraceRow::wait},
+    {"wait: free stage (acts)", "wait_free_stage_acts_us", contract::kTraceActWait, TraceRow::wait},
+    {"wait: GEMM2 inputs", "wait_gemm2_inputs_us", contract::kTraceActReadyWait, TraceRow::wait},
+    {"wait: split-K pieces", "wait_split_k_pieces_us", contract::kTraceConsumerFlagWait, TraceRow::wait},
+    {"finding tile routes (acts)", "tile_routes_us", contract::kTraceActRoutes, TraceRow::wait},
+    {"GEMM1 K128 steps", "gemm1_steps", contract::kTraceSteps0, TraceRow::count},
+    {"GEMM2 K128 steps", "gemm2_steps", contract::kTraceSteps1, TraceRow::count}};
+
+// One traced forward's slots [grid][kTraceSlots] as values: times in us from the first CTA's entry (NaN where a
+// CTA never reached the milestone), waits in us, step counts.
+struct TraceValues {
+  int grid = 0;
+  std::vector<std::uint64_t> raw;
   std::uint64_t t0 = ~0ull;
-  for (int c = 0; c < grid; ++c) t0 = std::min(t0, at(c, kTraceEntry));
-  struct Row {
-    const char* name;
-    int slot;
-    enum { time, wait, count } kind;
-  };
-  const Row rows[] = {{"entry", kTraceEntry, Row::time},
-                      {"scheduled", kTraceScheduled, Row::time},
-                      {"activations start", kTraceActStart, Row::time},
-                      {"first weight copy", kTraceWeightFirst, Row::time},
-                      {"first GEMM2 copy", kTraceWeightPhase1, Row::time},
-                      {"GEMM1 share done", kTraceConsumerPhase1, Row::time},
-                      {"last weight copy", kTraceWeightLast, Row::time},
-                      {"consumers done", kTraceConsumerDone, Row::time},
-                      {"exit", kTraceExit, Row::time},
-                      {"wait: free stage (weights)", kTraceWeightWait, Row::wait},
-                      {"wait: free stage (acts)", kTraceActWait, Row::wait},
-                      {"wait: GEMM2 inputs", kTraceActReadyWait, Row::wait},
-                      {"wait: split-K pieces", kTraceConsumerFlagWait, Row::wait},
-                      {"finding tile routes (acts)", kTraceActRoutes, Row::wait},
-                      {"GEMM1 K128 steps", kTraceSteps0, Row::count},
-                      {"GEMM2 K128 steps", kTraceSteps1, Row::count}};
-  fmt::print("  trace over {} compute CTAs (us from the first entry; waits in us): min / median / max\n", grid);
-  for (const Row& r : rows) {
+  TraceValues(std::vector<std::uint64_t> t, int g) : grid(g), raw(std::move(t)) {
+    for (int c = 0; c < grid; ++c) t0 = std::min(t0, at(c, contract::kTraceEntry));
+  }
+  std::uint64_t at(int cta, int slot) const { return raw[std::size_t(cta) * contract::kTraceSlots + slot]; }
+  double value(int cta, const TraceRow& r) const {
+    const std::uint64_t x = at(cta, r.slot);
+    if (r.kind == TraceRow::time) return x == 0 ? std::nan("") : double(x - t0) * 1e-3;
+    return r.kind == TraceRow::wait ? double(x) * 1e-3 : double(x);
+  }
+};
+
+// The milestones over the compute CTAs, each as min / median / max.
+void print_trace(const TraceValues& t) {
+  fmt::print("  trace over {} compute CTAs (us from the first entry; waits in us): min / median / max\n", t.grid);
+  for (const TraceRow& r : kTraceRows) {
     std::vector<double> v;
-    for (int c = 0; c < grid; ++c) {
-      const std::uint64_t x = at(c, r.slot);
-      if (r.kind == Row::time && x == 0) continue;  // a milestone this CTA never reached
-      v.push_back(r.kind == Row::time ? double(x - t0) * 1e-3 : r.kind == Row::wait ? double(x) * 1e-3 : double(x));
-    }
+    for (int c = 0; c < t.grid; ++c)
+      if (const double x = t.value(c, r); !std::isnan(x)) v.push_back(x);
     if (v.empty()) continue;
     fmt::print("    {:<28} {:>9.2f} {:>9.2f} {:>9.2f}\n", r.name, bench::percentile(v, 0), bench::percentile(v, 0.5),
                bench::percentile(v, 1));
   }
+}
+
+// Every CTA's milestones, a row each (--trace-csv): which CTAs finish last, and what they waited on.
+void write_trace_csv(const TraceValues& t, const std::filesystem::path& file) {
+  std::ofstream out(file);
+  out << "cta";
+  for (const TraceRow& r : kTraceRows) out << ',' << r.column;
+  out << '\n';
+  for (int c = 0; c < t.grid; ++c) {
+    out << c;
+    for (const TraceRow& r : kTraceRows) {
+      const double x = t.value(c, r);
+      out << ',' << (std::isnan(x) ? std::string() : fmt::format("{:.3f}", x));
+    }
+    out << '\n';
+  }
+  if (!out) throw std::runtime_error(fmt::format("--trace-csv: could not write {}", file.string()));
+  fmt::print("  trace of every CTA: {}\n", file.string());
 }
 }  // namespace
 
@@ -100,7 +135,8 @@ int run(int argc, char** argv) {
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   bool shared_expert = false;
   bool trace = false;
-  std::optional<bool> pdl;  // MoeLayerOptions::pdl: as planned unless --pdl / --no-pdl
+  std::filesystem::path trace_dir;  // --trace-csv DIR: empty, no CSV
+  std::optional<bool> pdl;          // MoeLayerOptions::pdl: as planned unless --pdl / --no-pdl
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick")
@@ -141,7 +177,12 @@ int run(int argc, char** argv) {
       shared_expert = true;
     else if (a == "--trace")
       trace = true;
-    else if (a == "--pdl")  // MoeLayerOptions::pdl: programmatic dependent launch between the roles
+    else if (a == "--trace-csv" && i + 1 < argc) {  // --trace, and every CTA's milestones into DIR
+      trace = true;
+      trace_dir = argv[++i];
+      if (!std::filesystem::is_directory(trace_dir))
+        throw std::invalid_argument(fmt::format("--trace-csv: '{}' is not a directory", trace_dir.string()));
+    } else if (a == "--pdl")  // MoeLayerOptions::pdl: programmatic dependent launch between the roles
       pdl = true;
     else if (a == "--no-pdl")
       pdl = false;
@@ -154,7 +195,7 @@ int run(int argc, char** argv) {
                  "glm5.2|dsv4.1-flash|gpt-oss-120b|gpt-oss-20b | --config FILE] "
                  "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] "
                  "[--consumer-groups 2,3] [--schedule planned,stream,units] [--tile-n N] "
-                 "[--stages S] [--decoded-scales] [--shared-expert] [--trace] [--pdl | --no-pdl]\n");
+                 "[--stages S] [--decoded-scales] [--shared-expert] [--trace | --trace-csv DIR] [--pdl | --no-pdl]\n");
       return 2;
     }
   }
@@ -280,7 +321,11 @@ int run(int argc, char** argv) {
           std::vector<std::uint64_t> t(slots);
           MOEJIT_CU(cuStreamSynchronize, stream);
           MOEJIT_CU(cuMemcpyDtoH, t.data(), buffer.ptr(), slots * 8);
-          print_trace(t, plan.compute.grid);
+          const TraceValues values(std::move(t), plan.compute.grid);
+          print_trace(values);
+          if (!trace_dir.empty())
+            write_trace_csv(values, trace_dir / fmt::format("trace-{}-B{}-{}-g{}.csv", m.name, b,
+                                                            codegen::schedule_name(plan.schedule), plan.groups));
         }
         std::fflush(stdout);
         MOEJIT_CU(cuGraphExecDestroy, exec);

@@ -25,6 +25,8 @@
 #             B = 1, 2, 4, the planned PDL (B <= 2) against --no-pdl, and tile_n 8 and the 7-stage ring at
 #             B = 8 against the plan (4 stages), A/B'd in the bench twice
 #             (bench/results/2026-12-04-h200-flips-and-ring.md)
+#   trace     where the compute role's time goes at B = 1-8: `moejit_bench_moe --trace-csv` on both shapes,
+#             every CTA's milestones and waits in logs/trace-*.csv beside the summary
 #   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
 #             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each), and
 #             ncu's issue activity of both at GLM5.2 B = 32
@@ -154,6 +156,11 @@ for step in "${steps[@]}"; do
             smsp__issue_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed.sum,gpu__time_duration.sum,dram__cycles_active.avg.pct_of_peak_sustained_elapsed \
             moejit_bench_moe --model glm5.2 --batches 32 $flag || exit 1; done'
       ;;
+    trace)
+      for model in glm5.2 dsv4.1-flash; do
+        run "trace-$model.log" moejit_bench_moe --model "$model" --batches 1,2,4,8 --trace-csv "$LOGS"
+      done
+      ;;
     small-b)
       for model in glm5.2 dsv4.1-flash; do
         run "run-units-$model.log" moejit run --model "$model" --batch 2 --schedule units
@@ -177,7 +184,7 @@ for step in "${steps[@]}"; do
       run gpu-tests-ep.log moejit_gpu_tests --duration=true -tc='expert parallelism*'
       run bench-ep.log moejit_bench_ep
       ;;
-    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python small-b decoded partitions ep)" | tee -a "$OUT/summary.txt" ;;
+    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python small-b trace decoded partitions ep)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
 tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$LOGS"
