@@ -17,9 +17,10 @@ double percentile(std::vector<double> v, double q);
 // Device-to-device copy bandwidth, counting bytes read plus bytes written
 // (median of 10 copies of 2 GiB after 2 warm-ups).
 double copy_bandwidth_gbs(CUstream stream);
-// The SM clock now, in MHz: the median over one CTA per SM of %clock64 cycles over %globaltimer ns during a
-// 200 us spin (the sm-probe kernel, built on first use). Consumer-bound points scale with it, and it differs
-// between leases (1.76-1.98 GHz on the H200s lent so far), so every bench prints it beside its times.
+// The SM clock now, in MHz: the median over the CTAs of a launch of one CTA per SM (where the scheduler puts
+// them) of %clock64 cycles over %globaltimer ns during a 200 us spin (the sm-probe kernel, built on first
+// use). It falls under load (1665-1980 MHz on the H200s lent so far) and consumer-bound points move with
+// it, so every bench prints it beside its times.
 double sm_clock_mhz(CUstream stream);
 // The value of option `flag`: "8" -> 8; anything but a whole integer throws std::invalid_argument naming both.
 int parse_int(const std::string& flag, const std::string& text);

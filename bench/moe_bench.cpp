@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -79,7 +80,8 @@ struct TraceValues {
   std::vector<std::uint64_t> raw;
   std::uint64_t t0 = ~0ull;
   TraceValues(std::vector<std::uint64_t> t, int g) : grid(g), raw(std::move(t)) {
-    for (int c = 0; c < grid; ++c) t0 = std::min(t0, at(c, contract::kTraceEntry));
+    for (int c = 0; c < grid; ++c)
+      if (at(c, contract::kTraceEntry) != 0) t0 = std::min(t0, at(c, contract::kTraceEntry));  // 0: never entered
   }
   std::uint64_t at(int cta, int slot) const { return raw[std::size_t(cta) * contract::kTraceSlots + slot]; }
   double value(int cta, const TraceRow& r) const {
@@ -102,6 +104,15 @@ void print_trace(const TraceValues& t) {
   }
 }
 
+// One file per model, B and layout of a run (a --config name's other characters become '_').
+std::string trace_csv_name(const std::string& model, int b, const codegen::MoeLaunchPlan& plan) {
+  std::string name = model;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
+  return fmt::format("trace-{}-B{}-{}-g{}-x{}-n{}-s{}.csv", name, b, codegen::schedule_name(plan.schedule), plan.groups,
+                     plan.compute.blocks_per_sm, plan.tile_n, plan.stages);
+}
+
 // Every CTA's milestones, a row each (--trace-csv): which CTAs finish last, and what they waited on.
 void write_trace_csv(const TraceValues& t, const std::filesystem::path& file) {
   std::ofstream out(file);
@@ -116,6 +127,7 @@ void write_trace_csv(const TraceValues& t, const std::filesystem::path& file) {
     }
     out << '\n';
   }
+  out.close();  // the last flush's error too
   if (!out) throw std::runtime_error(fmt::format("--trace-csv: could not write {}", file.string()));
   fmt::print("  trace of every CTA: {}\n", file.string());
 }
@@ -323,9 +335,7 @@ int run(int argc, char** argv) {
           MOEJIT_CU(cuMemcpyDtoH, t.data(), buffer.ptr(), slots * 8);
           const TraceValues values(std::move(t), plan.compute.grid);
           print_trace(values);
-          if (!trace_dir.empty())
-            write_trace_csv(values, trace_dir / fmt::format("trace-{}-B{}-{}-g{}.csv", m.name, b,
-                                                            codegen::schedule_name(plan.schedule), plan.groups));
+          if (!trace_dir.empty()) write_trace_csv(values, trace_dir / trace_csv_name(m.name, b, plan));
         }
         std::fflush(stdout);
         MOEJIT_CU(cuGraphExecDestroy, exec);

@@ -1,5 +1,6 @@
 #pragma once
-// The SM probe (templates/sm_probe.cuh): one u32 per CTA, the SM it ran on.
+// The SM probe (templates/sm_probe.cuh): one u32 per CTA, the SM it ran on, and optionally the SM clock
+// over its spin (bench::sm_clock_mhz).
 // The GPU tests of SM partitions launch it on each partition's stream.
 
 #include "codegen/kernel_spec.hpp"

@@ -132,6 +132,8 @@ void block_flips(const double* a, const double* lo, const double* hi, std::uint8
     amax_hi = std::max({amax_hi, std::fabs(lo[i]), std::fabs(hi[i])});
     if (lo[i] > 0 || hi[i] < 0) amax_lo = std::max(amax_lo, std::min(std::fabs(lo[i]), std::fabs(hi[i])));
   }
+  // The block's rescales first, then its element steps: resolve_flips skips a block's element steps once one
+  // of its rescales is taken, which needs this order.
   for (const std::uint8_t other : {mx::block_scale_code(amax_lo, 8), mx::block_scale_code(amax_hi, 8)}) {
     if (other == code) continue;
     HandoffFlip f{slot, block, {}, true};

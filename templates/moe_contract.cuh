@@ -364,7 +364,7 @@ MOEJIT_HD constexpr int last_item_tiles(int rows64, int tiles) {
 }
 // Whether the compute role runs a last item of `rest` tiles: a whole item, or,
 // for an atom of weighted step costs (whose shares can weight the item's steps
-// by its tiles), whole warpgroups' tiles in pairs (one weight box each).
+// by its tiles + 3, PhaseShape), whole warpgroups' tiles in pairs (one weight box each).
 MOEJIT_HD constexpr bool last_item_runs(int path, int groups, int tiles, int rest) {
   return rest == tiles || (path_cost_weighted(path) && rest % (tiles / groups) == 0 && (tiles == 1 || rest % 2 == 0));
 }

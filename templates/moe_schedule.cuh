@@ -11,7 +11,8 @@
 //     item has the rest (PhaseShape). A phase's K128 steps form one list,
 //     item-major, and each step has a cost: the atom's issue cost of a step
 //     with that token tile's width (Costs::kStepCost, by
-//     contract::tile_class), times the item's share of weight rows. CTA b takes the
+//     contract::tile_class), times the item's weight (its 64-row tiles + 3:
+//     PhaseShape::w_full, w_last). CTA b takes the
 //     contiguous run of steps whose cost prefix starts in [b C / G,
 //     (b + 1) C / G) of each phase (C the phase's cost), so every CTA issues
 //     the same work (a balanced "stream-K" split): counting steps alone
@@ -267,16 +268,20 @@ struct PhaseShape {
   __host__ __device__ static constexpr int kb(int phase) { return phase ? kInter / 128 : kHidden / 128; }
   // The 64-row tiles of item mt (derived where used: a segment field would hold a register across the loops).
   __device__ static int tiles(int phase, int item) { return item == mt(phase) - 1 ? rest(phase) : kTiles; }
-  // The relative time of a step of a full item and of the last item: its tiles plus kStepFixedTiles. A short
-  // item leaves consumer warpgroups idle, and the ones that run it are latency-bound, not faster: on the
-  // H200 a K-loop step of 2 tiles on one of three warpgroups takes 0.54 of a 6-tile step, 4 tiles on two
-  // 0.74-0.79 (the K-loop probe's G = 1, 2, 3 rows, bench/results/2026-12-03-h200-kloop-probe.md), where
-  // the tiles alone say 0.33 and 0.67; (t + 3) / (6 + 3) gives 0.56 and 0.78. Weighted by tiles alone, the
-  // CTAs that drew the short items finished last (DSV4.1-Flash B = 8: 94 GEMM2 steps against the median 82,
-  // its consumers 13 us after the median CTA's, bench/results/2026-12-04/s9a-trace-dsv.log).
+  // The relative time of a step of a full item and of the last item: its tiles plus kStepFixedTiles (over
+  // their common divisor). A short item leaves consumer warpgroups idle, and the ones that run it are
+  // latency-bound, not faster: in the K-loop probe (bench/results/2026-12-03-h200-kloop-probe.md, its
+  // G = 1, 2, 3 rows at N = 8) a step of 2 tiles on one of three warpgroups takes 0.54 of a 6-tile step, 4
+  // tiles on two 0.71-0.79, where the tiles alone say 0.33 and 0.67; (t + 3) / (6 + 3) gives 0.56 and 0.78.
+  // Measured on the layer: GLM5.2 B = 2 +1.5 to +2.8 points, DSV4.1-Flash within the spread
+  // (bench/results/2026-12-04-h200-clock-and-step-weights.md).
   static constexpr int kStepFixedTiles = 3;
-  __host__ __device__ static constexpr int w_full(int) { return kTiles + kStepFixedTiles; }
-  __host__ __device__ static constexpr int w_last(int phase) { return rest(phase) + kStepFixedTiles; }
+  __host__ __device__ static constexpr int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+  __host__ __device__ static constexpr int w_div(int phase) {
+    return gcd(kTiles + kStepFixedTiles, rest(phase) + kStepFixedTiles);
+  }
+  __host__ __device__ static constexpr int w_full(int phase) { return (kTiles + kStepFixedTiles) / w_div(phase); }
+  __host__ __device__ static constexpr int w_last(int phase) { return (rest(phase) + kStepFixedTiles) / w_div(phase); }
   // A token tile's cost in units of its class's step cost.
   __host__ __device__ static constexpr long long units(int phase) {
     return (long long)kb(phase) * ((mt(phase) - 1) * w_full(phase) + w_last(phase));
@@ -304,15 +309,16 @@ struct SegmentWalker {
   // The K128 steps of a phase and the first of CTA b's share: [share(b), share(b + 1)).
   __device__ long long work(int p) const { return (long long)t->tiles * Shape::mt(p) * Shape::kb(p); }
   static constexpr bool kWeighted = !uniform_step_cost<Costs>();
-  // share_of's cost into one expert is 32-bit: at most kMaxTokenTiles token tiles at the largest step cost.
+  // share_of's cost into one expert is 32-bit: at most kMaxTokenTiles token tiles, none of a class above
+  // kTileN's (a last, narrower tile costs no more than a full one).
   template <int kMaxTokenTiles>
   static constexpr bool costs_fit_32_bits() {
     long long most = 0;
-    for (int p = 0; p < 2; ++p)
-      for (int c = 0; c < 4; ++c) {
-        const long long v = (long long)kMaxTokenTiles * Costs::kStepCost[p][c] * Shape::units(p);
-        most = v > most ? v : most;
-      }
+    for (int p = 0; p < 2; ++p) {
+      const long long v =
+          (long long)kMaxTokenTiles * Costs::kStepCost[p][contract::tile_class(kTileN)] * Shape::units(p);
+      most = v > most ? v : most;
+    }
     return most < (1LL << 31);
   }
   __device__ static int* shares() {
