@@ -35,6 +35,39 @@
 using namespace moejit;
 
 namespace {
+constexpr const char* kHelp = R"(usage: moejit_bench_moe [options]
+
+Latency of the fused MoE layer on GPU 0 against its HBM floor (METHOD.md): CUDA events around replays of a
+CUDA graph of 4 forwards over different inputs (uniform routing), after warm-up; the median of 30 replays.
+The floor is the packed bytes of the experts the routing touches over the measured device copy bandwidth.
+One row per model and B:
+  experts    experts touched per forward (mean of the 4 input sets)
+  floor_us   their bytes at the copy bandwidth          median_us  the layer, per forward
+  %floor     floor_us / median_us                       disp_us, comp_us, fin_us  per role, eager, with events
+  sm_MHz     the SM clock right after the replays (consumer-bound points move with it)
+  and the plan that ran: tile_n/stages, CTAs per SM, consumer warpgroups, schedule, pdl.
+
+options:
+  --batches 1,8,...        batch sizes B (default 1,2,4,8,16,32,64,128,256); --quick: 1,8,64,256
+  --model M                one built-in model: glm5.2, dsv4.1-flash, gpt-oss-120b, gpt-oss-20b
+                           (default: glm5.2, dsv4.1-flash, gpt-oss-120b)
+  --config FILE            a JSON model config (moejit plan --help) instead of the built-ins
+  --path fast|exact        the compute path (default: the target's, fast on sm_90a)
+  --recipe w4a8-mx|w4a16   the quantization recipe (w4a16 implies --input-bf16)
+  --input-bf16             BF16 x, quantized by the dispatch role
+  --shared-expert          fuse the model's shared expert (glm5.2, dsv4.1-flash)
+  --tile-n N, --stages S   override the planner's token tile width and ring depth
+  --ctas-per-sm 1,2,3      compute CTAs per SM to sweep (0: as planned)
+  --consumer-groups 2,3    consumer warpgroups to sweep (0: as planned)
+  --schedule planned,stream,units   schedules to sweep
+  --decoded-scales         the decoder-warp variant (MoeCodegenOptions::decoded_scales)
+  --pdl | --no-pdl         programmatic dependent launch between the roles (default: as planned)
+  --trace                  per B, where the compute role's time goes: each CTA milestone, min / median / max
+  --trace-csv DIR          --trace, and every CTA's milestones in DIR/trace-<model>-B<b>-<layout>.csv
+  --help                   this text
+
+Exit status: 0 done; 1 an error (named on stderr); 2 a usage error; 77 no GPU (skipped).
+)";
 constexpr int kSets = 4;
 constexpr int kReplays = 30;
 using bench::elapsed_ms;
@@ -151,7 +184,10 @@ int run(int argc, char** argv) {
   std::optional<bool> pdl;          // MoeLayerOptions::pdl: as planned unless --pdl / --no-pdl
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--quick")
+    if (a == "--help" || a == "-h") {
+      fmt::print("{}", kHelp);
+      return 0;
+    } else if (a == "--quick")
       batches = {1, 8, 64, 256};
     else if (a == "--batches" && i + 1 < argc)
       batches = bench::parse_int_list(a, argv[++i]);
@@ -202,12 +238,7 @@ int run(int argc, char** argv) {
       recipe = *codegen::parse_recipe(argv[++i]);
       if (recipe == codegen::Recipe::w4a16) codegen_options.input_bf16 = true;  // its activations are BF16
     } else {
-      fmt::print(stderr,
-                 "usage: moejit_bench_moe [--quick | --batches 1,8,...] [--model "
-                 "glm5.2|dsv4.1-flash|gpt-oss-120b|gpt-oss-20b | --config FILE] "
-                 "[--path fast|exact] [--recipe w4a8-mx|w4a16] [--input-bf16] [--ctas-per-sm 1,2,3] "
-                 "[--consumer-groups 2,3] [--schedule planned,stream,units] [--tile-n N] "
-                 "[--stages S] [--decoded-scales] [--shared-expert] [--trace | --trace-csv DIR] [--pdl | --no-pdl]\n");
+      fmt::print(stderr, "moejit_bench_moe: unknown option or missing value: '{}' (moejit_bench_moe --help)\n", a);
       return 2;
     }
   }
