@@ -83,12 +83,14 @@ int run(int argc, char** argv) {
     else if (a == "--ep-mode" && i + 1 < argc && codegen::parse_ep_mode(argv[i + 1]))
       ep_mode = codegen::parse_ep_mode(argv[++i]);
     else {
-      fmt::print(stderr,
+      // --help asks for this text (exit 0); anything else is a usage error (exit 2).
+      const bool help = a == "--help" || a == "-h";
+      fmt::print(help ? stdout : stderr,
                  "usage: moejit_bench_ep [--quick | --batches 1,8,...] [--ranks 2,4] [--model glm5.2|dsv4.1-flash]\n"
                  "                        [--ep-mode none|mirror|pull|...+staged-returns|...+direct-scan]\n"
                  "  per-rank B tokens on each of R green-context partitions; EP against all-gather + the R = 1 "
                  "layer of the rank's experts + scatter\n");
-      return 2;
+      return help ? 0 : 2;
     }
   }
 
