@@ -51,7 +51,9 @@ const std::vector<AtomTraits>& all_atoms() {
        16,
        {{4, 5}, {8, 4}},
        1,
-       2},
+       2,
+       3,
+       8},
       // Three CTAs of one warpgroup: the BF16 mma.sync loop is issue-bound and more warps hide its latency;
       // 96 registers a thread hold a 16-column tile (32 spills).
       {Arch::sm_90a,

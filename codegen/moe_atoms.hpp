@@ -60,6 +60,11 @@ struct AtomTraits {
   // GPU: the compute role's routing prologue and first weight copies then run while the dispatch role does. 0:
   // never. Measured per atom.
   int pdl_max_batch = 0;
+  // The unit schedule's consumer warpgroups: 2 (a pair of its 4-tile items each) or 3 (step owners,
+  // contract::step_owners), and the step owners' ring depth (they hold three stages at once, so the copies in
+  // flight need more; 0: as the small-batch rings). Measured.
+  int unit_groups = 2;
+  int owner_stages = 0;
 };
 
 // The atom for (target, path, recipe); nullptr when the target has no such path.

@@ -120,8 +120,9 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
       {"trace", ParamType::ptr, "moejit::u64*"},
   };
   s.static_checks = {
-      {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}, {}, {}).total", plan.contract_path,
-                   plan.tiles, plan.tile_n, plan.stages, d.experts + d.shared, plan.compute.grid, plan.decoded_scales),
+      {fmt::format("moejit::contract::compute_smem_layout({}, {}, {}, {}, {}, {}, {}, {}).total", plan.contract_path,
+                   plan.groups, plan.tiles, plan.tile_n, plan.stages, d.experts + d.shared, plan.compute.grid,
+                   plan.decoded_scales),
        plan.compute.smem_bytes},
       {fmt::format("moejit::contract::compute_threads({}, {})", plan.groups, plan.decoded_scales),
        plan.compute.threads},

@@ -82,7 +82,8 @@ std::optional<Schedule> parse_schedule(std::string_view text) {
 }
 
 namespace {
-// The compute role's schedule; units runs two consumer warpgroups (items of kUnitTiles tiles).
+// The compute role's schedule; units runs items of kUnitTiles tiles on two consumer warpgroups (a pair each) or
+// three (step owners, contract::step_owners).
 void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,
                    const MoeCodegenOptions& options, const AtomTraits& atom) {
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
@@ -106,26 +107,41 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                         "schedule = units is invalid with decoded_scales = true: the unit schedule has "
                         "not been run with a decoder warp");
   }
-  // Planned only where nothing set asks for what it does not run (three warpgroups, a decoder warp).
-  const bool planned = !options.schedule && runs && fits && batch <= atom.unit_max_batch &&
-                       (options.consumer_groups == 0 || options.consumer_groups == 2) && !options.decoded_scales;
+  // Planned only where nothing set asks for what it does not run (one warpgroup, a decoder warp).
+  const bool groups_run = options.consumer_groups == 0 || options.consumer_groups == 2 || options.consumer_groups == 3;
+  const bool planned =
+      !options.schedule && runs && fits && batch <= atom.unit_max_batch && groups_run && !options.decoded_scales;
   if (options.schedule != Schedule::units && !planned) {
     note(fmt::format("schedule stream: each phase's K128 steps split evenly over the CTAs{}",
                      options.schedule ? " (set by the options)" : ""));
     return;
   }
-  if (options.consumer_groups && options.consumer_groups != 2)
+  if (!groups_run)
     throw ConfigError("consumer_groups", fmt::format("consumer_groups = {} is invalid with schedule = units: its "
-                                                     "GEMM1 items are {} tiles over 2 warpgroups",
+                                                     "GEMM1 items are {} tiles, in pairs over 2 warpgroups or by "
+                                                     "steps over 3 (allowed: 2, 3; 0 as planned)",
                                                      options.consumer_groups, contract::kUnitTiles));
   p.schedule = Schedule::units;
-  p.groups = 2;
-  note(
-      fmt::format("schedule units ({}): {} units per active expert (128 intermediate columns each: the GEMM1 rows "
-                  "and the GEMM2 K block they feed), whole, on 2 consumer warpgroups; finalize adds the partial rows",
-                  planned ? fmt::format("B <= {}, the {} atom's measured range", atom.unit_max_batch, atom.name)
-                          : std::string("set by the options"),
-                  padded_intermediate(config) / 128));
+  p.groups = options.consumer_groups ? options.consumer_groups : atom.unit_groups;
+  if (contract::step_owners(p.groups, contract::kUnitTiles)) {
+    // A step owner holds two passes' sums: at 128 registers they fit beside 8-column tiles only (an expert with
+    // more routes runs more token tiles; at the planned B = 1 it has one).
+    if (options.tile_n && options.tile_n != 8)
+      throw ConfigError("tile_n", fmt::format("tile_n = {} is invalid with schedule = units on 3 consumer warpgroups: "
+                                              "their step owners run 8-column token tiles (allowed: 8)",
+                                              options.tile_n));
+    if (p.tile_n != 8) note(fmt::format("tile_n = 8: the unit schedule's step owners (not {})", p.tile_n));
+    p.tile_n = 8;
+  }
+  note(fmt::format(
+      "schedule units ({}): {} units per active expert (128 intermediate columns each: the GEMM1 rows and the GEMM2 "
+      "K block they feed), whole, on {} consumer warpgroups{}; finalize adds the partial rows",
+      planned ? fmt::format("B <= {}, the {} atom's measured range", atom.unit_max_batch, atom.name)
+              : std::string("set by the options"),
+      padded_intermediate(config) / 128, p.groups,
+      contract::step_owners(p.groups, contract::kUnitTiles)
+          ? " (step owners: warpgroup w runs steps k = w mod 3 over all 4 tiles; GEMM1's sums meet in shared memory)"
+          : " (2 tiles each)"));
 }
 }  // namespace
 
@@ -197,7 +213,8 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
         fmt::format("pdl: the compute role's routing prologue and first weight copies run beside the dispatch role "
                     "(B <= {}, the {} atom's measured range)",
                     atom->pdl_max_batch, atom->name));
-  p.tiles = atom->tiles / atom->groups * p.groups;  // the atom's tiles per warpgroup
+  p.tiles = p.schedule == Schedule::units ? contract::kUnitTiles
+                                          : atom->tiles / atom->groups * p.groups;  // the atom's tiles per warpgroup
   // Items cover `tiles` 64-row tiles; a token tile's last item of a projection (2I or H rows) holds the rest,
   // one the compute role runs (contract::last_item_runs), else the items halve.
   const int H = padded_hidden(config), I = padded_intermediate(config);
@@ -246,7 +263,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   // Compute: the deepest pipeline (up to 12 stages) that lets `ctas` CTAs share an SM.
   const int threads = contract::compute_threads(p.groups, p.decoded_scales);
   auto smem_for = [&](int ctas, int stages) {
-    return contract::compute_smem_layout(p.contract_path, p.tiles, p.tile_n, stages, config.weight_experts(),
+    return contract::compute_smem_layout(p.contract_path, p.groups, p.tiles, p.tile_n, stages, config.weight_experts(),
                                          ctas * compute_sms, p.decoded_scales)
         .total;
   };
@@ -274,8 +291,14 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                       config.name, batch, device.name, ctas, device.smem_per_sm));
     note(fmt::format("stages = {}: the deepest of [2, {}] whose {} B fit {} CTA(s) per SM", stages, k_max_stages,
                      smem_for(ctas, stages), ctas));
+    const bool owners = p.schedule == Schedule::units && contract::step_owners(p.groups, p.tiles);
+    if (owners && atom->owner_stages && stages > atom->owner_stages) {
+      stages = atom->owner_stages;
+      note(fmt::format("stages = {}: the {} atom's measured depth for the unit schedule's step owners", stages,
+                       atom->name));
+    }
     for (const AtomTraits::SmallBatchRing& cap : atom->small_batch_rings) {
-      if (batch > cap.max_batch) continue;
+      if (owners || batch > cap.max_batch) continue;
       if (stages > cap.stages) {
         stages = cap.stages;
         note(fmt::format("stages = {}: the {} atom's measured depth for B <= {}", stages, atom->name, cap.max_batch));

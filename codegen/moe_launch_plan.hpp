@@ -42,7 +42,7 @@ struct MoeCodegenOptions {
   int ctas_per_sm = 0;  // 1..8
   // Consumer warpgroups of the compute CTA, each on the atom's tiles per warpgroup (1..3; the atoms of one
   // tile a warpgroup run their own count only). An A/B knob: the planner's choice is the atom's, two with
-  // expert parallelism.
+  // expert parallelism; with the unit schedule 2 or 3 (step owners, contract::step_owners).
   int consumer_groups = 0;
   std::optional<Schedule> schedule;  // unset: as planned
   // A decoder warp turns each stage's UE8M0 scale words into FP32 for the consumers (the sm90-fp8-wgmma

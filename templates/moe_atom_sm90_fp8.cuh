@@ -46,6 +46,10 @@ __device__ __forceinline__ void fence_operands(float (&v)[kCount]) {
 }
 // The same for A fragments: they must be complete before wgmma.fence, or
 // ptxas inserts its own fence after them (and serializes, if that is on a branch).
+__device__ __forceinline__ void fence_operands(u32 (&a)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
 __device__ __forceinline__ void fence_operands(u32 (&a)[4][4]) {
 #pragma unroll
   for (int j = 0; j < 4; ++j)
@@ -186,6 +190,8 @@ struct StepOperands {
   u32 words[T][8];
   StepScales<N, T, kDecoded, kSubnormal> scales;
 
+  // The warpgroup's tiles of stage s. Written out rather than from the helpers below: built from them, the
+  // stream kernels' loops allocate their registers differently (their SASS changed).
   template <class Ring>
   __device__ void load(const Ring& ring, int s) {
     const int tile0 = (threadIdx.x / 128) * T, warp = (threadIdx.x / 32) % contract::kConsumerWarps;
@@ -208,6 +214,45 @@ struct StepOperands {
         scales.x[2 * i] = *reinterpret_cast<const float4*>(ring.x_scale_record(s, 8 * i + 2 * t));
         scales.x[2 * i + 1] = *reinterpret_cast<const float4*>(ring.x_scale_record(s, 8 * i + 2 * t + 1));
       }
+    }
+  }
+  // The words of tiles tile0 .. tile0 + T - 1 of stage s.
+  template <class Ring>
+  __device__ void load_words(const Ring& ring, int s, int tile0) {
+#pragma unroll
+    for (int u = 0; u < T; ++u) tile_words(ring, s, tile0 + u, u);
+  }
+  // Their scale words and the stage's token columns' (UE8M0: no decoder warp), into sc.
+  template <class Ring>
+  __device__ static void load_scales(const Ring& ring, int s, int tile0, StepScales<N, T, false, kSubnormal>& sc) {
+#pragma unroll
+    for (int u = 0; u < T; ++u) tile_scales(ring, s, tile0 + u, sc.w[u]);
+    column_scales(ring, s, sc.x);
+  }
+
+ private:
+  template <class Ring>
+  __device__ void tile_words(const Ring& ring, int s, int tile, int u) {
+    const int warp = (threadIdx.x / 32) % contract::kConsumerWarps, lane = threadIdx.x % 32;
+    const u8* w = ring.w_step(s, tile) + warp * 1024 + lane * 16;
+    const uint4 h0 = *reinterpret_cast<const uint4*>(w);
+    const uint4 h1 = *reinterpret_cast<const uint4*>(w + 512);
+    words[u][0] = h0.x, words[u][1] = h0.y, words[u][2] = h0.z, words[u][3] = h0.w;
+    words[u][4] = h1.x, words[u][5] = h1.y, words[u][6] = h1.z, words[u][7] = h1.w;
+  }
+  template <class Ring>
+  __device__ static void tile_scales(const Ring& ring, int s, int tile, u32 (&w)[2]) {
+    const int warp = (threadIdx.x / 32) % contract::kConsumerWarps, g = threadIdx.x % 32 / 4;
+    w[0] = ring.w_scales(s, tile)[16 * warp + g];
+    w[1] = ring.w_scales(s, tile)[16 * warp + g + 8];
+  }
+  template <class Ring>
+  __device__ static void column_scales(const Ring& ring, int s, float4 (&x)[N / 4]) {
+    const int t = threadIdx.x % 4;
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i) {
+      x[2 * i] = *reinterpret_cast<const float4*>(ring.x_scale_record(s, 8 * i + 2 * t));
+      x[2 * i + 1] = *reinterpret_cast<const float4*>(ring.x_scale_record(s, 8 * i + 2 * t + 1));
     }
   }
 };
@@ -312,6 +357,20 @@ struct AtomSm90Fp8 {
     kloop<N, T, false, k32_per_wait<N, T, false>()>(acc, ring, cur, steps, item_done);
   }
 
+  // The step owners' loops (contract::step_owners), GEMM1 on split rows and the unit schedule's GEMM2 items:
+  // warpgroup `owner` of three runs steps k = owner (mod 3), each as two passes over T tiles (tiles 0..T-1 into
+  // acc[0], T..2T-1 into acc[1]).
+  template <int N, int T, class Ring, class Cursor>
+  __device__ static void mainloop_split_owned(float (&acc)[2][T][N / 2], const Ring& ring, Cursor& cur, int steps,
+                                              int owner) {
+    kloop_owned<N, T, true>(acc, ring, cur, steps, owner);
+  }
+  template <int N, int T, class Ring, class Cursor, class ItemDone>
+  __device__ static void mainloop_items_owned(float (&acc)[2][T][N / 2], const Ring& ring, Cursor& cur, int steps,
+                                              int owner, ItemDone item_done) {
+    kloop_owned<N, T, false>(acc, ring, cur, steps, owner, item_done);
+  }
+
   // The loop of both, kJ K32 blocks a wait (k32_per_wait; another kJ for bench/kloop_probe.cu).
   struct NoStepEnd {
     template <class Acc>
@@ -379,6 +438,90 @@ struct AtomSm90Fp8 {
     }
   }
 
+  // kloop for a step owner: its steps as kloop's, each pass over T tiles, the second pass's operands read while
+  // the first's last MMAs run and the next own step's while the second's do. The other owners' stages are
+  // waited for and released unread (as pass_stages: every consumer warp arrives on every stage, so no warp can
+  // wait on a phase its stage has already left). An owner waits for step k + 3 before it frees step k, so the
+  // ring needs 4 stages (contract::compute_smem_valid).
+  template <int N, int T, bool kSplit, class Ring, class Cursor, class StepEnd = NoStepEnd>
+  __device__ static void kloop_owned(float (&acc)[2][T][N / 2], const Ring& ring, Cursor& cur, int steps, int owner,
+                                     StepEnd step_end = {}) {
+    static_assert(!Ring::kDecoded, "step owners decode their UE8M0 scale words (no decoder warp)");
+    using Operands = StepOperands<N, T, false, kSubnormalScales>;
+    // One K32 block a wait on GEMM1's split rows: beside two passes' sums, two blocks' 2N-column partials spill
+    // (32 B at 128 registers, N = 8); GEMM2 as kloop.
+    constexpr int kOwners = 3, kJ = kSplit ? 1 : k32_per_wait<N, T, kSplit>(), kW = kSplit ? 2 * N : N;
+    steps = warp_uniform(steps);
+    owner = warp_uniform(owner);
+    const int lane = threadIdx.x % 32;
+    int k = 0;  // the steps the cursor has moved past
+    auto pass_until = [&](int until) {
+      for (; k < until; ++k) {
+        wait_full(ring, cur.stage, cur.phase);
+        release_stage(ring, cur.stage, lane);
+        cur.advance();
+      }
+    };
+    if (owner >= steps) return pass_until(steps);
+    pass_until(owner);
+    float part[T][kJ][kW / 2];
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+#pragma unroll
+      for (int j = 0; j < kJ; ++j)
+#pragma unroll
+        for (int i = 0; i < kW / 2; ++i) part[u][j][i] = 0.0f;
+    Operands op;
+    const u32 desc0 = sw128_desc_lo(smem_addr(ring.x_tile(0)));
+    int s = next_stage(ring, cur, true);
+    ++k;
+    op.load_words(ring, s, 0);
+    for (int ko = owner; ko < steps; ko += kOwners) {
+      const bool more = ko + kOwners < steps;
+      fence_proxy_async_shared();  // the activation tile came through the generic proxy (kloop)
+      const u32 desc = desc0 + u32(s * (Ring::kXStageBytes >> 4));
+      const int s_now = s;
+#pragma unroll
+      for (int pass = 0; pass < 2; ++pass) {
+        // Registers: the scales are read per pass, not ahead with the words, and each group's words are
+        // expanded just before its MMAs, so two passes' sums fit the 128 registers of three warpgroups.
+        StepScales<N, T, false, kSubnormalScales> now;
+        Operands::load_scales(ring, s_now, pass * T, now);
+#pragma unroll
+        for (int h = 0; h < 4 / kJ; ++h) {
+          u32 a[T][kJ][4];
+          expand_group<T, kJ>(op.words, a, h);
+#pragma unroll
+          for (int u = 0; u < T; ++u)
+#pragma unroll
+            for (int j = 0; j < kJ; ++j) fence_operands(a[u][j]);
+          wgmma_fence();
+#pragma unroll
+          for (int u = 0; u < T; ++u)
+#pragma unroll
+            for (int j = 0; j < kJ; ++j) Wgmma<kW>::issue(part[u][j], a[u][j], desc + 2 * (h * kJ + j));
+          wgmma_commit();
+          const bool last = h == 4 / kJ - 1;
+          // The next words, while the last group runs: this step's second pass, or the next own step's first.
+          if (last && pass == 1) {
+            pass_until(more ? ko + kOwners : steps);
+            s = next_stage(ring, cur, more);
+            k += more;
+          }
+          if (last) op.load_words(ring, pass == 0 ? s_now : s, pass == 0 ? T : 0);
+          wgmma_wait<0>();
+#pragma unroll
+          for (int u = 0; u < T; ++u)
+#pragma unroll
+            for (int j = 0; j < kJ; ++j) fence_operands(part[u][j]);
+          if (last && pass == 1) release_stage(ring, s_now, lane);
+          scale_group<N, T, kSplit, kJ>(acc[pass], part, now, h);
+        }
+      }
+      step_end(ko, acc);
+    }
+  }
+
  private:
   // acc += the group's partial sums (GEMM1 split rows: a lane's 2N-column sum holds its large columns' N/2
   // values, then the small columns', added in FP32 first; the wgmma D fragment: value i is column
@@ -407,6 +550,20 @@ struct AtomSm90Fp8 {
       }
   }
 
+  // The E4M3 placement of K32 blocks h kJ .. h kJ + kJ - 1 of a step's weight words.
+  template <int T, int kJ>
+  __device__ static void expand_group(const u32 (&words)[T][8], u32 (&a)[T][kJ][4], int h) {
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        const u32 lo = words[u][2 * (h * kJ + j)], hi = words[u][2 * (h * kJ + j) + 1];  // rows g, g+8
+        a[u][j][0] = lo & 0x9C9C9C9Cu;
+        a[u][j][1] = hi & 0x9C9C9C9Cu;
+        a[u][j][2] = ((lo << 2) & 0x8C8C8C8Cu) | ((lo >> 2) & 0x10101010u);
+        a[u][j][3] = ((hi << 2) & 0x8C8C8C8Cu) | ((hi >> 2) & 0x10101010u);
+      }
+  }
   // The E4M3 placement of a step's weight words (rows g and g+8 of K32 blocks 0..3).
   template <int T>
   __device__ static void expand(const u32 (&words)[T][8], u32 (&a)[T][4][4]) {

@@ -92,8 +92,11 @@ struct ComputeRole {
   static constexpr int kSlots = kExperts + kShared;
   static constexpr int kSharedRoute0 = int(contract::shared_route0(kDims));
   static constexpr contract::ComputeSmemLayout kSmem =
-      contract::compute_smem_layout(kPath, kTiles, kTileN, kStages, kSlots, kGrid, kDecoded);
-  static constexpr int kT = kTiles / kGroups;  // 64-row tiles per consumer warpgroup
+      contract::compute_smem_layout(kPath, kGroups, kTiles, kTileN, kStages, kSlots, kGrid, kDecoded);
+  static constexpr int kT = contract::tiles_per_group(kGroups, kTiles);  // 64-row tiles a warpgroup computes at once
+  // Step owners (contract::step_owners): the unit schedule's 4-tile items on three warpgroups, each running whole
+  // steps; a warpgroup's pair is then the tiles of its pass, and warpgroup p runs pair p's GEMM1 epilogue.
+  static constexpr bool kOwners = contract::step_owners(kGroups, kTiles);
   static constexpr int kConsumerThreads = contract::consumer_threads(kGroups);
   static constexpr int kThreads = contract::compute_threads(kGroups, kDecoded);
   static constexpr int kWeightWarp = kConsumerThreads / 32, kActivationWarp = kWeightWarp + 1,
@@ -117,6 +120,7 @@ struct ComputeRole {
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
   static_assert(kSchedule == contract::kScheduleStream || kSchedule == contract::kScheduleUnits, "a schedule");
   static_assert(!kUnits || kRanks == 1, "the unit schedule runs on one GPU: finalize adds its partial rows");
+  static_assert(!kOwners || (kUnits && kSplitRows && !kDecoded), "step owners: the unit schedule's fast kernel");
   static_assert(StreamWalker::template costs_fit_32_bits<(kRanks * kCapacity + kTileN - 1) / kTileN>(),
                 "the schedule's cost into one expert fits 32 bits");
   static_assert(contract::last_item_runs(kPath, kGroups, kTiles, Shape::rest(0)) &&
@@ -424,7 +428,7 @@ struct ComputeRole {
 
   // ----------------------------------------------------------------- consumer
   __device__ static void consumer(const ComputeParams& p, const Ring& ring, Walker walker, const Workspace& ws,
-                                  float* s_amax, int tag) {
+                                  float* s_amax, float* s_reduce, int tag) {
     StageCursor<kStages> cur;
     Segment sg;
     while (walker.next(sg)) {
@@ -440,13 +444,13 @@ struct ComputeRole {
         }
       }
       if (n == 8)
-        segment<8>(p, ring, cur, walker, sg, ws, s_amax, tag);
+        segment<8>(p, ring, cur, walker, sg, ws, s_amax, s_reduce, tag);
       else if (n == 16)
-        segment<(kTileN >= 16 ? 16 : 8)>(p, ring, cur, walker, sg, ws, s_amax, tag);
+        segment<(kTileN >= 16 ? 16 : 8)>(p, ring, cur, walker, sg, ws, s_amax, s_reduce, tag);
       else if (n == 32)
-        segment<(kTileN >= 32 ? 32 : 8)>(p, ring, cur, walker, sg, ws, s_amax, tag);
+        segment<(kTileN >= 32 ? 32 : 8)>(p, ring, cur, walker, sg, ws, s_amax, s_reduce, tag);
       else
-        segment<(kTileN >= 64 ? 64 : 8)>(p, ring, cur, walker, sg, ws, s_amax, tag);
+        segment<(kTileN >= 64 ? 64 : 8)>(p, ring, cur, walker, sg, ws, s_amax, s_reduce, tag);
     }
   }
 
@@ -472,15 +476,23 @@ struct ComputeRole {
 
   template <int N>
   __device__ static void segment(const ComputeParams& p, const Ring& ring, StageCursor<kStages>& cur,
-                                 const Walker& walker, const Segment& sg, const Workspace& ws, float* s_amax, int tag) {
+                                 const Walker& walker, const Segment& sg, const Workspace& ws, float* s_amax,
+                                 float* s_reduce, int tag) {
     const int lane = threadIdx.x % 32;
     int route[N / 4];
     stage_routes<N>(ring, cur, route);
     float acc[kT][N / 2];
     fill<N>(acc, 0.0f);
     // A warpgroup past the tiles of a short item: its stages, its part in the item's barriers, nothing else.
+    // (Step owners: warpgroup 2, whose sums warpgroups 0 and 1 take.)
     const bool idle = warp_uniform(threadIdx.x / 128) * kT >= Shape::tiles(sg.phase, sg.mt);
-    if (idle) {
+    if constexpr (kOwners) {  // GEMM1: a unit's GEMM2 is unit_gemm2
+      float both[2][kT][N / 2];
+      fill<N>(both[0], 0.0f);
+      fill<N>(both[1], 0.0f);
+      Atom::template mainloop_split_owned<N, kT>(both, ring, cur, sg.k1 - sg.k0, warp_uniform(threadIdx.x / 128));
+      owners_reduce<N>(both, acc, s_reduce);
+    } else if (idle) {
       pass_stages(ring, cur, sg.k1 - sg.k0, lane);
     } else if constexpr (kSplitRows) {
       if (sg.phase == 0)
@@ -501,14 +513,39 @@ struct ComputeRole {
 #pragma unroll
       for (int i = 0; i < N / 2; ++i) acc[u][i] *= Atom::kAccScale;
     // A unit's GEMM2 is one K block of the route row: the first block's partial carries the bias.
-    if (p.b1 && (!kUnits || sg.phase == 0 || sg.k0 == 0)) add_biases<N>(p, sg, route, acc);
+    if (p.b1 && (!kUnits || sg.phase == 0 || sg.k0 == 0)) add_biases<N>(p, sg, route, acc, threadIdx.x / 128);
     if (sg.phase == 0)
       gemm1_epilogue<N>(p, sg, ws, route, acc, s_amax);
     else if constexpr (kUnits)
-      unit_epilogue<N>(p, sg, ws, route, acc);
+      unit_epilogue<N>(p, sg, ws, route, acc, threadIdx.x / 128);
     else
       gemm2_epilogue<N>(sg, ws, route, acc);
     trace_segment_done(p, sg.phase);
+  }
+
+  // Step owners after GEMM1: each warpgroup holds both pairs' sums over its own steps; warpgroup p adds the
+  // other two's sums of pair p, in warpgroup order, from shared memory (contract::owner_reduce_bytes).
+  template <int N>
+  __device__ static void owners_reduce(const float (&both)[2][kT][N / 2], float (&acc)[kT][N / 2], float* red) {
+    const int group = warp_uniform(threadIdx.x / 128), tid = threadIdx.x % 128;
+    auto at = [&](int pair, int source, int u, int i) {
+      return red + (((pair * 2 + source) * kT + u) * (kTileN / 2) + i) * 128 + tid;
+    };
+    named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);  // the last unit's sums are read
+#pragma unroll
+    for (int pair = 0; pair < 2; ++pair)
+      if (pair != group)
+#pragma unroll
+        for (int u = 0; u < kT; ++u)
+#pragma unroll
+          for (int i = 0; i < N / 2; ++i) *at(pair, group == 2 ? 1 : 0, u, i) = both[pair][u][i];
+    named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
+    if (group < 2)
+#pragma unroll
+      for (int u = 0; u < kT; ++u)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i)
+          acc[u][i] = (group == 0 ? both[0][u][i] : both[1][u][i]) + *at(group, 0, u, i) + *at(group, 1, u, i);
   }
 
   // The unit schedule's GEMM2 for one token tile of a unit: K block sg.k0 of
@@ -521,23 +558,48 @@ struct ComputeRole {
     static_assert(kUnits && N <= 16, "the unit schedule runs on the fast atom, whose token tiles are at most 16 wide");
     int route[N / 4];
     stage_routes<N>(ring, cur, route);
-    float acc[kT][N / 2];
-    fill<N>(acc, 0.0f);
-    const int first_tile = warp_uniform(threadIdx.x / 128) * kT;
-    Atom::template mainloop_items<N, kT>(acc, ring, cur, Shape::mt(1), [&](int item, float(&sums)[kT][N / 2]) {
-      // A warpgroup past the tiles of a short last item ran on stale weights: nothing of it is stored.
-      if (first_tile < Shape::tiles(1, item)) {
-        Segment it = sg;
-        it.mt = item;
+    if constexpr (kOwners) {
+      // A pass past the tiles of a short last item ran on stale weights: nothing of it is stored.
+      auto store = [&](int item, int pair, float(&sums)[kT][N / 2]) {
+        if (pair * kT < Shape::tiles(1, item)) {
+          Segment it = sg;
+          it.mt = item;
 #pragma unroll
-        for (int u = 0; u < kT; ++u)
+          for (int u = 0; u < kT; ++u)
 #pragma unroll
-          for (int i = 0; i < N / 2; ++i) sums[u][i] *= Atom::kAccScale;
-        if (p.b1 && it.k0 == 0) add_biases<N>(p, it, route, sums);
-        unit_epilogue<N>(p, it, ws, route, sums);
-      }
-      fill<N>(sums, 0.0f);
-    });
+            for (int i = 0; i < N / 2; ++i) sums[u][i] *= Atom::kAccScale;
+          if (p.b1 && it.k0 == 0) add_biases<N>(p, it, route, sums, pair);
+          unit_epilogue<N>(p, it, ws, route, sums, pair);
+        }
+        fill<N>(sums, 0.0f);
+      };
+      float both[2][kT][N / 2];
+      fill<N>(both[0], 0.0f);
+      fill<N>(both[1], 0.0f);
+      Atom::template mainloop_items_owned<N, kT>(both, ring, cur, Shape::mt(1), warp_uniform(threadIdx.x / 128),
+                                                 [&](int item, float(&sums)[2][kT][N / 2]) {
+                                                   store(item, 0, sums[0]);
+                                                   store(item, 1, sums[1]);
+                                                 });
+    } else {
+      float acc[kT][N / 2];
+      fill<N>(acc, 0.0f);
+      const int first_tile = warp_uniform(threadIdx.x / 128) * kT;
+      Atom::template mainloop_items<N, kT>(acc, ring, cur, Shape::mt(1), [&](int item, float(&sums)[kT][N / 2]) {
+        // A warpgroup past the tiles of a short last item ran on stale weights: nothing of it is stored.
+        if (first_tile < Shape::tiles(1, item)) {
+          Segment it = sg;
+          it.mt = item;
+#pragma unroll
+          for (int u = 0; u < kT; ++u)
+#pragma unroll
+            for (int i = 0; i < N / 2; ++i) sums[u][i] *= Atom::kAccScale;
+          if (p.b1 && it.k0 == 0) add_biases<N>(p, it, route, sums, threadIdx.x / 128);
+          unit_epilogue<N>(p, it, ws, route, sums, threadIdx.x / 128);
+        }
+        fill<N>(sums, 0.0f);
+      });
+    }
     Segment skipped;
     for (int item = 1; item < Shape::mt(1); ++item) walker.next(skipped);
     trace_segment_done(p, 1);
@@ -603,8 +665,8 @@ struct ComputeRole {
   // sum to y = sum_j w_j (W2 act_j + b2).
   template <int N>
   __device__ static void add_biases(const ComputeParams& p, const Segment& sg, const int (&route)[N / 4],
-                                    float (&acc)[kT][N / 2]) {
-    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+                                    float (&acc)[kT][N / 2], int pair) {
+    const int group = pair, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int u = 0; u < kT; ++u) {
@@ -747,8 +809,8 @@ struct ComputeRole {
   // warpgroup's tiles and each of its token columns below sg.rows.
   template <int N, class Store>
   __device__ static void gemm2_rows(const Segment& sg, const int (&route)[N / 4], const float (&acc)[kT][N / 2],
-                                    Store store) {
-    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+                                    int pair, Store store) {
+    const int group = pair, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int u = 0; u < kT; ++u) {
@@ -765,7 +827,7 @@ struct ComputeRole {
   template <int N>
   __device__ static void gemm2_epilogue(const Segment& sg, const Workspace& ws, const int (&route)[N / 4],
                                         const float (&acc)[kT][N / 2]) {
-    gemm2_rows<N>(sg, route, acc, [&](int r, int h, float lo, float hi) {
+    gemm2_rows<N>(sg, route, acc, threadIdx.x / 128, [&](int r, int h, float lo, float hi) {
       u16* out =
           kRanks > 1 ? ep(reinterpret_cast<const u8*>(ws.header)).arena_row(r, kHidden) : ws.arena + u64(r) * kHidden;
       out[h] = float_to_bf16_rne(lo);
@@ -777,9 +839,9 @@ struct ComputeRole {
   // (contract::unit_partial_bytes), unrounded: finalize adds the I/128 blocks, then rounds the route row.
   template <int N>
   __device__ static void unit_epilogue(const ComputeParams& p, const Segment& sg, const Workspace& ws,
-                                       const int (&route)[N / 4], const float (&acc)[kT][N / 2]) {
+                                       const int (&route)[N / 4], const float (&acc)[kT][N / 2], int pair) {
     const u64 routed = u64(p.tokens) * kTopK;
-    gemm2_rows<N>(sg, route, acc, [&](int r, int h, float lo, float hi) {
+    gemm2_rows<N>(sg, route, acc, pair, [&](int r, int h, float lo, float hi) {
       const u64 row = kShared && r >= kSharedRoute0 ? routed + u64(r - kSharedRoute0) : u64(r);
       float* out = ws.partials + (row * kKb2 + u64(sg.k0)) * kHidden;
       out[h] = lo;
@@ -875,7 +937,8 @@ struct ComputeRole {
     else if (kDecoded && warp == kDecodeWarp)
       scale_decoder(ring, walker);
     else
-      consumer(p, ring, walker, ws, reinterpret_cast<float*>(smem + kSmem.amax), tag);
+      consumer(p, ring, walker, ws, reinterpret_cast<float*>(smem + kSmem.amax),
+               reinterpret_cast<float*>(smem + kSmem.reduce), tag);
 
     // The last CTA out resets the GEMM2 readiness counters and advances the
     // epoch, so the next forward (stream-ordered after this grid) starts clean.

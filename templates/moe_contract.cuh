@@ -325,6 +325,26 @@ MOEJIT_HD constexpr long long partials_offset(MoeDims d, int grid) {
 //    unit leaves FP32 partial rows and finalize adds an expert's I/128 of them.
 constexpr int kScheduleStream = 0, kScheduleUnits = 1;
 constexpr int kUnitTiles = 4;  // a unit's GEMM1 item: the 64-row tiles of 128 intermediate columns
+// Step owners: the unit schedule on three consumer warpgroups, whose items of kUnitTiles tiles do not split three
+// ways. Warpgroup w instead owns the steps k = w (mod 3) of a segment and runs each over all the item's tiles,
+// kOwnedTiles at a time (a pair: the two-warpgroup unit kernel's K-loop per warpgroup); every warpgroup still
+// waits for and releases every stage, so the ring's phases are the same for all. GEMM1's sums of pair p are then
+// added in shared memory (ComputeSmemLayout::reduce) into warpgroup p, which runs the pair's epilogue. Three
+// warpgroups hide the latency of the K-loop that two leave bare at B = 1
+// (bench/results/2026-12-04-h200-clock-and-step-weights.md).
+constexpr int kOwnedTiles = 2;
+MOEJIT_HD constexpr bool step_owners(int groups, int tiles) {
+  return groups == 3 && tiles == kUnitTiles;
+}
+// The 64-row tiles a consumer warpgroup computes at a time.
+MOEJIT_HD constexpr int tiles_per_group(int groups, int tiles) {
+  return step_owners(groups, tiles) ? kOwnedTiles : tiles / groups;
+}
+// The owners' GEMM1 reduction: float [pair 2][source 2][kOwnedTiles][tile_n / 2][128 threads]; source 0 is the
+// pair's other owner (warpgroup 1 - p), source 1 warpgroup 2.
+MOEJIT_HD constexpr int owner_reduce_bytes(int groups, int tiles, int tile_n) {
+  return step_owners(groups, tiles) ? 4 * 2 * 2 * kOwnedTiles * (tile_n / 2) * 128 : 0;
+}
 // The unit schedule's partial rows: float [B (k + shared)][I/128][H], route t k + j at row t k + j, the shared
 // route of token t at B k + t. They take the split-K slots' bytes (partials_offset), which this schedule leaves
 // unused, so the workspace is the same for every schedule and batch (workspace_bytes).
@@ -366,7 +386,8 @@ MOEJIT_HD constexpr int last_item_tiles(int rows64, int tiles) {
 // for an atom of weighted step costs (whose shares can weight the item's steps
 // by its tiles + 3, PhaseShape), whole warpgroups' tiles in pairs (one weight box each).
 MOEJIT_HD constexpr bool last_item_runs(int path, int groups, int tiles, int rest) {
-  return rest == tiles || (path_cost_weighted(path) && rest % (tiles / groups) == 0 && (tiles == 1 || rest % 2 == 0));
+  return rest == tiles ||
+         (path_cost_weighted(path) && rest % tiles_per_group(groups, tiles) == 0 && (tiles == 1 || rest % 2 == 0));
 }
 
 // The activation bytes of one stage: tile_n rows of x_row_pitch, twice on split rows. A segment of n token
@@ -405,6 +426,7 @@ struct ComputeSmemLayout {
   int wdec;     // float [stages][tiles][64][4] (decoded scales only): 2^(code - 127) of each row's K32 blocks
   int xdec;     // float [stages][tile_n][4] (decoded scales only): the same of each token column
   int amax;     // float [tiles][kConsumerWarps][tile_n]
+  int reduce;   // owner_reduce_bytes (step owners only): GEMM1's sums of the warpgroups that do not run a pair
   int active;   // int [E]: expert id of active index a
   int count;    // int [E]: routes of active index a
   int tile0;    // int [E + 1]: first token tile of active index a
@@ -416,8 +438,8 @@ struct ComputeSmemLayout {
 };
 
 // `experts`: the schedule's, E + shared (the fused shared expert is one more); `grid`: the compute role's.
-MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, int tile_n, int stages, int experts,
-                                                          int grid, bool decoded = false) {
+MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int groups, int tiles, int tile_n, int stages,
+                                                          int experts, int grid, bool decoded = false) {
   ComputeSmemLayout l{};
   int at = 0;
   l.x = at, at += (int)align_up((long long)stages * x_stage_bytes(path, tile_n), 1024);
@@ -433,6 +455,7 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int tiles, i
   l.wdec = at, at += decoded ? 16 * stages * tiles * kWeightTileRows : 0;
   l.xdec = at, at += decoded ? 16 * stages * tile_n : 0;
   l.amax = at, at += 4 * tiles * kConsumerWarps * tile_n;
+  l.reduce = at, at += owner_reduce_bytes(groups, tiles, tile_n);
   l.active = at, at += 4 * experts;
   l.count = at, at += 4 * experts;
   l.tile0 = at, at += 4 * (experts + 1);
@@ -450,8 +473,10 @@ MOEJIT_HD constexpr bool compute_smem_valid(int path, int groups, int tiles, int
   const long long ring_bytes = (long long)stages * (x_stage_bytes(path, tile_n) + tiles * kWeightStepBytes);
   const long long prologue_bytes = path_cost_weighted(path) ? 8LL * (experts + 1) : 4LL * experts;
   return prologue_bytes <= ring_bytes && tile_n % 8 == 0 && tile_n >= 8 && tile_n <= kMaxTileN && stages >= 2 &&
-         groups >= 1 && groups <= kMaxGroups && tiles % groups == 0 && (tiles == 1 || tiles % 2 == 0) &&
-         tiles / groups * tile_n <= kMaxTileN;
+         groups >= 1 && groups <= kMaxGroups && (tiles % groups == 0 || step_owners(groups, tiles)) &&
+         (tiles == 1 || tiles % 2 == 0) && tiles_per_group(groups, tiles) * tile_n <= kMaxTileN &&
+         // An owner waits for its next step (k + 3) before it frees k, and holds two passes' sums (registers).
+         (!step_owners(groups, tiles) || (stages >= 4 && tile_n == 8));
 }
 
 }  // namespace contract

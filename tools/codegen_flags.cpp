@@ -26,7 +26,7 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"ctas-per-sm", true, "compute CTAs per SM override, 1..8 (default: planned)", "C"},
       {"consumer-groups", true,
        "consumer warpgroups of the compute CTA, 1..3, each on the atom's tiles per warpgroup (default: planned, "
-       "3 for the fast atom on one GPU)",
+       "3 for the fast atom on one GPU; with the unit schedule 2, a pair of tiles each, or 3, step owners)",
        "G"},
       {"schedule", true,
        "the compute role's schedule: stream (each phase's K128 steps split evenly over the CTAs) or units "

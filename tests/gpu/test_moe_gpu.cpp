@@ -40,6 +40,7 @@ struct Matrix {
   // code 0 as 2^-127 (the transform kernel finds them), every other layer those that read it as 0.0.
   bool subnormal_scales = false;
   std::optional<codegen::Schedule> schedule;  // unset: as planned
+  int consumer_groups = 0;                    // 0: as planned
 };
 
 int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::vector<RoutingKind>& routings,
@@ -55,6 +56,7 @@ int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::v
     options.codegen.path = path;
     options.codegen.input_bf16 = m.input_bf16;
     options.codegen.schedule = m.schedule;
+    options.codegen.consumer_groups = m.consumer_groups;
     layers.push_back(std::make_unique<runtime::MoeLayer>(shape.config, weights.device(), options));
     ptrs.push_back(layers.back().get());
     CHECK(layers.back()->plan(1).subnormal_weight_scales == (m.subnormal_scales && path == codegen::ComputePath::fast));
@@ -288,12 +290,12 @@ TEST_CASE("DSV4.1-Flash with the fused shared expert, both recipes") {
   CHECK(run_shared_expert_matrix("dsv4.1-flash") == 0);
 }
 
-TEST_CASE("the unit schedule at B = 1-4: both shapes, the fused shared expert, gpt-oss's block, padding") {
-  // Forced at every B it fits (contract::kUnitTokens), whatever the planner picks: whole (expert, K128 block of
-  // I) units on two warpgroups, finalize adding each route's I/128 FP32 partial rows. The fast path only.
+namespace {
+int run_unit_matrix(int consumer_groups) {
   Matrix m;
   m.paths = {codegen::ComputePath::fast};
   m.schedule = codegen::Schedule::units;
+  m.consumer_groups = consumer_groups;
   const std::vector<int> batches = {1, 2, 3, 4};
   int failures = 0;
   for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
@@ -313,7 +315,19 @@ TEST_CASE("the unit schedule at B = 1-4: both shapes, the fused shared expert, g
   Matrix bf16_in = m;
   bf16_in.input_bf16 = true;
   failures += run_matrix({"glm5.2", codegen::builtin_model("glm5.2")}, {1, 4}, {RoutingKind::uniform}, bf16_in);
-  CHECK(failures == 0);
+  return failures;
+}
+}  // namespace
+
+// Forced at every B it fits (contract::kUnitTokens), whatever the planner picks: whole (expert, K128 block of I)
+// units, finalize adding each route's I/128 FP32 partial rows. The fast path only.
+TEST_CASE(
+    "the unit schedule at B = 1-4 on two warpgroups: both shapes, the fused shared expert, gpt-oss's block, "
+    "padding") {
+  CHECK(run_unit_matrix(2) == 0);
+}
+TEST_CASE("the unit schedule at B = 1-4 on three warpgroups (step owners): the same cases") {
+  CHECK(run_unit_matrix(3) == 0);
 }
 
 TEST_CASE("checkpoint arrays of E experts are refused by a layer with a shared expert, naming the array") {

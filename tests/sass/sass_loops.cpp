@@ -80,10 +80,13 @@ std::vector<LoopMix> mma_loops(std::string_view sass) {
       const std::string& t = lines[j].text;
       const std::string op = t.substr(0, t.find(' '));
       std::smatch b;
-      // A backward branch inside the body: this is an outer loop.
+      // A backward branch inside the body to a loop that holds an MMA: this is an outer loop. (An inner loop
+      // without one, such as a step owner passing the other owners' stages, is part of this loop's body.)
       if (j < i && std::regex_search(t, b, branch_re)) {
         const auto inner = labels.find(b[1]);
-        if (inner != labels.end() && inner->second > target->second && inner->second < j) nested = true;
+        if (inner != labels.end() && inner->second > target->second && inner->second < j)
+          for (std::size_t q = inner->second + 1; q < j && !nested; ++q)
+            nested = !lines[q].label && starts_with_any(lines[q].text, {"QGMMA", "HGMMA", "HMMA"});
       }
       ++mix.instructions;
       if (starts_with_any(op, {"QGMMA", "HGMMA", "HMMA"})) {

@@ -172,7 +172,8 @@ TEST_CASE("the routing prologue's tables fit 2048 experts at tile_n 8 on both sm
 }
 
 TEST_CASE(
-    "the fast atom's ring is 5 stages deep up to B = 4, 4 up to B = 8, as deep as SMEM allows above, unless set") {
+    "the fast atom's ring is 5 stages deep up to B = 4 (8 for B = 1's step owners), 4 up to B = 8, as deep as SMEM "
+    "allows above, unless set") {
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
     CAPTURE(std::string(model));
@@ -181,7 +182,11 @@ TEST_CASE(
     o.path = codegen::ComputePath::fast;
     const int deep = codegen::plan_launch(c, 9, h200, o).stages;
     CHECK(deep > 5);
-    for (int b : {1, 2, 4}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 5);
+    CHECK(codegen::plan_launch(c, 1, h200, o).stages == 8);  // the unit schedule's step owners
+    for (int b : {2, 4}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 5);
+    o.consumer_groups = 2;  // the unit schedule on two warpgroups: the small-batch ring
+    CHECK(codegen::plan_launch(c, 1, h200, o).stages == 5);
+    o.consumer_groups = 0;
     for (int b : {5, 8}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 4);
     for (int b : {16, 32}) CHECK(codegen::plan_launch(c, b, h200, o).stages == deep);
     o.stages = 6;
@@ -193,7 +198,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "the unit schedule: two warpgroups on items of 4 tiles, a finalize warp per route, refused where it cannot run") {
+    "the unit schedule: items of 4 tiles on two warpgroups or three step owners, a finalize warp per route, refused "
+    "where it cannot run") {
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   for (const bool shared : {false, true})
     for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
@@ -208,7 +214,7 @@ TEST_CASE(
       for (int b = 1; b <= contract::kUnitTokens; ++b) {
         const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, o);
         CHECK(plan.schedule == codegen::Schedule::units);
-        CHECK(plan.groups == 2);
+        CHECK(plan.groups == 3);  // the atom's unit_groups
         CHECK(plan.tiles == contract::kUnitTiles);
         CHECK(plan.finalize.grid == b * ((c.hidden + 127) / 128));
         CHECK(plan.finalize.threads == 32 * (c.top_k + (shared ? 1 : 0)));
@@ -222,7 +228,35 @@ TEST_CASE(
       CHECK(constant_of(codegen::moe_compute_spec(c, stream), "kSchedule") == contract::kScheduleStream);
       CHECK(constant_of(codegen::moe_finalize_spec(c, stream), "kGrid") == 0);
       CHECK_THROWS_AS(codegen::plan_launch(c, 16, h200, o), codegen::ConfigError);
+      // Three warpgroups own whole steps: 4 tiles a step, 8-column token tiles, the owners' reduction in SMEM.
       o.consumer_groups = 3;
+      for (int b = 1; b <= contract::kUnitTokens; ++b) {
+        const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, o);
+        CHECK(plan.groups == 3);
+        CHECK(plan.tiles == contract::kUnitTiles);
+        CHECK(plan.tile_n == 8);
+        CHECK(plan.stages == 8);
+        CHECK(plan.compute.threads == contract::compute_threads(3));
+        CHECK(contract::step_owners(plan.groups, plan.tiles));
+        const auto layout = contract::compute_smem_layout(plan.contract_path, plan.groups, plan.tiles, plan.tile_n,
+                                                          plan.stages, c.weight_experts(), plan.compute.grid);
+        CHECK(layout.active - layout.reduce == 2 * 2 * 2 * 4 * 128 * 4);  // [pair][source][tile][N / 2][thread]
+        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kGroups") == 3);
+      }
+      o.tile_n = 16;
+      CHECK_THROWS_WITH_AS(codegen::plan_launch(c, 1, h200, o),
+                           "tile_n = 16 is invalid with schedule = units on 3 consumer warpgroups: their step owners "
+                           "run 8-column token tiles (allowed: 8)",
+                           codegen::ConfigError);
+      o.tile_n = 0;
+      o.consumer_groups = 2;  // a pair of tiles a warpgroup: no reduction, the planned token tile
+      const codegen::MoeLaunchPlan pairs = codegen::plan_launch(c, 1, h200, o);
+      CHECK(pairs.groups == 2);
+      CHECK(pairs.tiles == contract::kUnitTiles);
+      CHECK(pairs.tile_n == 16);
+      CHECK_FALSE(contract::step_owners(pairs.groups, pairs.tiles));
+      CHECK(contract::owner_reduce_bytes(pairs.groups, pairs.tiles, pairs.tile_n) == 0);
+      o.consumer_groups = 1;
       CHECK_THROWS_AS(codegen::plan_launch(c, 1, h200, o), codegen::ConfigError);
       o.consumer_groups = 0;
       o.path = codegen::ComputePath::exact;
@@ -237,7 +271,8 @@ TEST_CASE(
   CHECK(codegen::plan_launch(glm, 2, h200).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 1, h200, {.path = codegen::ComputePath::exact}).schedule ==
         codegen::Schedule::stream);
-  CHECK(codegen::plan_launch(glm, 1, h200, {.consumer_groups = 3}).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.consumer_groups = 1}).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.consumer_groups = 3}).schedule == codegen::Schedule::units);
   CHECK(codegen::plan_launch(glm, 1, h200, {.decoded_scales = true}).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 1, h200, {.schedule = codegen::Schedule::stream}).schedule ==
         codegen::Schedule::stream);
@@ -311,8 +346,8 @@ TEST_CASE("decoded scales add a decoder warp and its SMEM to the fast atom's com
   CHECK(plan.decoded_scales);
   CHECK(plan.compute.threads == plain.compute.threads + 32);
   // FP32 scales of every weight row and token column of a stage: 16 B each, and a barrier.
-  const auto layout = contract::compute_smem_layout(plan.contract_path, plan.tiles, plan.tile_n, plan.stages,
-                                                    glm.weight_experts(), plan.compute.grid, true);
+  const auto layout = contract::compute_smem_layout(plan.contract_path, plan.groups, plan.tiles, plan.tile_n,
+                                                    plan.stages, glm.weight_experts(), plan.compute.grid, true);
   CHECK(layout.xdec - layout.wdec == 16 * plan.stages * plan.tiles * 64);
   CHECK(layout.amax - layout.xdec == 16 * plan.stages * plan.tile_n);
   CHECK(plan.compute.smem_bytes == layout.total);
