@@ -122,7 +122,9 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                                                      "steps over 3 (allowed: 2, 3; 0 as planned)",
                                                      options.consumer_groups, contract::kUnitTiles));
   p.schedule = Schedule::units;
-  p.groups = options.consumer_groups ? options.consumer_groups : atom.unit_groups;
+  // (Step owners pair at most kPairedRows token rows: above, the pairs of two warpgroups.)
+  p.groups =
+      options.consumer_groups ? options.consumer_groups : (batch <= contract::kPairedRows ? atom.unit_groups : 2);
   if (contract::step_owners(p.groups, contract::kUnitTiles)) {
     // A step owner holds two passes' sums: at 128 registers they fit beside 8-column tiles only (an expert with
     // more routes runs more token tiles; at the planned B = 1 it has one).
@@ -132,6 +134,13 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                                               options.tile_n));
     if (p.tile_n != 8) note(fmt::format("tile_n = 8: the unit schedule's step owners (not {})", p.tile_n));
     p.tile_n = 8;
+    // Their GEMM1 stages each token's large and small rows side by side in one 8-column tile.
+    if (batch > contract::kPairedRows)
+      throw ConfigError("consumer_groups",
+                        fmt::format("consumer_groups = 3 is invalid with schedule = units at B = {}: the step owners "
+                                    "pair at most {} token rows (B <= {}; 2 warpgroups run the schedule at any B it "
+                                    "fits)",
+                                    batch, contract::kPairedRows, contract::kPairedRows));
   }
   note(fmt::format(
       "schedule units ({}): {} units per active expert (128 intermediate columns each: the GEMM1 rows and the GEMM2 "

@@ -360,10 +360,12 @@ struct AtomSm90Fp8 {
   // The step owners' loops (contract::step_owners), GEMM1 on split rows and the unit schedule's GEMM2 items:
   // warpgroup `owner` of three runs steps k = owner (mod 3), each as two passes over T tiles (tiles 0..T-1 into
   // acc[0], T..2T-1 into acc[1]).
-  template <int N, int T, class Ring, class Cursor>
-  __device__ static void mainloop_split_owned(float (&acc)[2][T][N / 2], const Ring& ring, Cursor& cur, int steps,
-                                              int owner) {
-    kloop_owned<N, T, true>(acc, ring, cur, steps, owner);
+  // GEMM1 on paired rows (contract::kPairedRows: token r's large row at column 2r, its small row at 2r + 1): one
+  // wgmma of 8 columns a K32 block; acc comes back in the 8-column layout.
+  template <int T, class Ring, class Cursor>
+  __device__ static void mainloop_paired_owned(float (&acc)[2][T][4], const Ring& ring, Cursor& cur, int steps,
+                                               int owner) {
+    kloop_owned<8, T, true>(acc, ring, cur, steps, owner);
   }
   template <int N, int T, class Ring, class Cursor, class ItemDone>
   __device__ static void mainloop_items_owned(float (&acc)[2][T][N / 2], const Ring& ring, Cursor& cur, int steps,
@@ -432,7 +434,7 @@ struct AtomSm90Fp8 {
           release_stage(ring, s_now, lane);
           if (!kPrefetch) op.load(ring, s);
         }
-        scale_group<N, T, kSplit, kJ>(acc, part, now, h);
+        scale_group<N, T, kSplit, kJ, false>(acc, part, now, h);
       }
       step_end(k, acc);
     }
@@ -443,14 +445,14 @@ struct AtomSm90Fp8 {
   // waited for and released unread (as pass_stages: every consumer warp arrives on every stage, so no warp can
   // wait on a phase its stage has already left). An owner waits for step k + 3 before it frees step k, so the
   // ring needs 4 stages (contract::compute_smem_valid).
-  template <int N, int T, bool kSplit, class Ring, class Cursor, class StepEnd = NoStepEnd>
+  // kPaired: GEMM1's split rows, paired (the owners' GEMM1 always is); else GEMM2's items.
+  template <int N, int T, bool kPaired, class Ring, class Cursor, class StepEnd = NoStepEnd>
   __device__ static void kloop_owned(float (&acc)[2][T][N / 2], const Ring& ring, Cursor& cur, int steps, int owner,
                                      StepEnd step_end = {}) {
     static_assert(!Ring::kDecoded, "step owners decode their UE8M0 scale words (no decoder warp)");
+    static_assert(N == 8, "step owners run 8-column token tiles");
     using Operands = StepOperands<N, T, false, kSubnormalScales>;
-    // One K32 block a wait on GEMM1's split rows: beside two passes' sums, two blocks' 2N-column partials spill
-    // (32 B at 128 registers, N = 8); GEMM2 as kloop.
-    constexpr int kOwners = 3, kJ = kSplit ? 1 : k32_per_wait<N, T, kSplit>(), kW = kSplit ? 2 * N : N;
+    constexpr int kOwners = 3, kJ = k32_per_wait<N, T, false>(), kW = 8;
     steps = warp_uniform(steps);
     owner = warp_uniform(owner);
     const int lane = threadIdx.x % 32;
@@ -462,7 +464,11 @@ struct AtomSm90Fp8 {
         cur.advance();
       }
     };
-    if (owner >= steps) return pass_until(steps);
+    if (owner >= steps) {
+      pass_until(steps);
+      if constexpr (kPaired) unpair(acc[0]), unpair(acc[1]);  // zeros, in the 8-column layout
+      return;
+    }
     pass_until(owner);
     float part[T][kJ][kW / 2];
 #pragma unroll
@@ -515,24 +521,35 @@ struct AtomSm90Fp8 {
 #pragma unroll
             for (int j = 0; j < kJ; ++j) fence_operands(part[u][j]);
           if (last && pass == 1) release_stage(ring, s_now, lane);
-          scale_group<N, T, kSplit, kJ>(acc[pass], part, now, h);
+          scale_group<N, T, kPaired, kJ, kPaired>(acc[pass], part, now, h);
         }
       }
       step_end(ko, acc);
     }
+    if constexpr (kPaired) unpair(acc[0]), unpair(acc[1]);
   }
 
  private:
   // acc += the group's partial sums (GEMM1 split rows: a lane's 2N-column sum holds its large columns' N/2
   // values, then the small columns', added in FP32 first; the wgmma D fragment: value i is column
   // 8 (i / 4) + 2t + i % 2) times their K32 blocks' scales.
-  template <int N, int T, bool kSplit, int kJ, class Scales>
-  __device__ static void scale_group(float (&acc)[T][N / 2], float (&part)[T][kJ][kSplit ? N : N / 2],
-                                     const Scales& now, int h) {
+  template <int N, int T, bool kSplit, int kJ, bool kPaired, int kP, class Scales>
+  __device__ static void scale_group(float (&acc)[T][N / 2], float (&part)[T][kJ][kP], const Scales& now, int h) {
 #pragma unroll
     for (int u = 0; u < T; ++u)
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
+        if constexpr (kPaired) {
+          // Columns 2t and 2t + 1 are token t's large and small rows; rows g, g + 8 of the tile.
+          const float lo = part[u][j][0] + part[u][j][1], hi = part[u][j][2] + part[u][j][3];
+          switch (h * kJ + j) {
+            case 0: promote_paired<0>(acc[u], lo, hi, now, u); break;
+            case 1: promote_paired<1>(acc[u], lo, hi, now, u); break;
+            case 2: promote_paired<2>(acc[u], lo, hi, now, u); break;
+            default: promote_paired<3>(acc[u], lo, hi, now, u); break;
+          }
+          continue;
+        }
         float sum[N / 2];
 #pragma unroll
         for (int i = 0; i < N / 2; ++i) {
@@ -582,6 +599,31 @@ struct AtomSm90Fp8 {
   __device__ static void store_pow2s(float* dst, u32 word) {
     *reinterpret_cast<float4*>(dst) = make_float4(ue8m0_byte_value<0>(word), ue8m0_byte_value<1>(word),
                                                   ue8m0_byte_value<2>(word), ue8m0_byte_value<3>(word));
+  }
+
+  // promote for paired rows: token t's sums of rows g and g + 8 into acc[0] and acc[2] (its record sits at
+  // column 2t), the same products as promote's for column 2t of the 16-column split.
+  template <int J, class Scales>
+  __device__ static void promote_paired(float (&acc)[4], float lo, float hi, const Scales& now, int u) {
+    const float x = now.template xv<J>(0);
+    acc[0] = fmaf(lo, x * now.template wv<J>(u, 0), acc[0]);
+    acc[2] = fmaf(hi, x * now.template wv<J>(u, 1), acc[2]);
+  }
+  // Paired rows' sums (token t in lane 4g + t, t < 4) into the 8-column layout (value i: column 2t + i % 2, row
+  // g or g + 8), zero in columns 4..7.
+  template <int T>
+  __device__ static void unpair(float (&acc)[T][4]) {
+    const int lane = threadIdx.x % 32, t = lane % 4, quad = lane & ~3;
+#pragma unroll
+    for (int u = 0; u < T; ++u) {
+      const float g0 = acc[u][0], g8 = acc[u][2];
+      const float a = __shfl_sync(0xFFFFFFFFu, g0, quad + (2 * t) % 4),
+                  b = __shfl_sync(0xFFFFFFFFu, g0, quad + (2 * t + 1) % 4);
+      const float c = __shfl_sync(0xFFFFFFFFu, g8, quad + (2 * t) % 4),
+                  d = __shfl_sync(0xFFFFFFFFu, g8, quad + (2 * t + 1) % 4);
+      acc[u][0] = t < 2 ? a : 0.0f, acc[u][1] = t < 2 ? b : 0.0f, acc[u][2] = t < 2 ? c : 0.0f,
+      acc[u][3] = t < 2 ? d : 0.0f;
+    }
   }
 
   // acc += part * 2^(s_x - 127) * 2^(s_w - 127) for K32 block J of the step.

@@ -320,6 +320,9 @@ struct ComputeRole {
 #pragma unroll
     for (int q = 0; q < kPasses; ++q)
       dst_offsets[q] = Atom::x_chunk_offset(q * kColsPerPass + lane / kChunks, lane % kChunks);
+    // Step owners' GEMM1 rows are paired (contract::kPairedRows): token r's large row at column 2r, its small row
+    // at 2r + 1, one pass.
+    static_assert(!kOwners || contract::kPairedRows <= kColsPerPass, "paired rows are staged in one pass");
     while (walker.next(sg)) {
       if (sg.phase != cached_phase || sg.a != cached_a || sg.j != cached_j) {
         const u64 t0 = p.trace ? globaltimer() : 0;
@@ -351,12 +354,24 @@ struct ComputeRole {
               if (lane + 32 * h < kTileN && tc.route[h] >= 0) scale_word[h] = tc.scale_src[h][k];
         timed_wait(p, &ring.empty[s], cur.phase ^ 1u, waited);
         const u32 tile = smem_addr(ring.x_tile(s));
+        const bool paired = kOwners && sg.phase == 0;
+        if constexpr (kOwners)
+          if (paired) {
+            if (sg.rows > contract::kPairedRows)
+              __trap();  // the planner runs step owners at B <= kPairedRows only  // the small elements' rows sit
+                         // kSmallRows after the large ones (below)
+            constexpr long long kSmallRows = kWs.x_small - kWs.x_q;
+            const u32 live = (tc.live & 1u) * 16u, r = lane / kChunks, c = lane % kChunks;
+            cp_async_16_zfill(tile + Atom::x_chunk_offset(2 * r, c), tc.src[0] + k * kChunkBytes, live);
+            cp_async_16_zfill(tile + Atom::x_chunk_offset(2 * r + 1, c), tc.src[0] + kSmallRows + k * kChunkBytes,
+                              live);
+          }
 #pragma unroll
         for (int q = 0; q < kPasses; ++q) {
-          if (q * kColsPerPass >= sg.rows) break;  // warp-uniform: small B stages a row or two
+          if (paired || q * kColsPerPass >= sg.rows) break;  // warp-uniform: small B stages a row or two
           cp_async_16_zfill(tile + dst_offsets[q], tc.src[q] + k * kChunkBytes, (tc.live >> q & 1u) * 16u);
         }
-        if (kSplitRows && sg.phase == 0) {
+        if (kSplitRows && sg.phase == 0 && !paired) {
           // The small elements' rows sit kSmallRows after the large ones: split rows are always the dispatch
           // role's (the planner runs it), so x_rows is the workspace's x_q.
           constexpr long long kSmallRows = kWs.x_small - kWs.x_q;
@@ -373,12 +388,13 @@ struct ComputeRole {
           const int n = lane + 32 * h;
           if (n < kTileN) {
             if (kFp8Rows && tc.route[h] >= 0) {
+              const int col = paired ? 2 * n : n;  // a live token's (n < rows), so 2n < 8 when paired
               if (sg.phase != 0)
                 cp_async_16(ring.x_scale_record(s, n), tc.scale_src[h] + k * (contract::kScaleRecordBytes / 4));
               else if constexpr (Atom::kF32ScaleRecords)
-                Atom::store_scale_record(ring.x_scale_record(s, n), scale_word[h]);
+                Atom::store_scale_record(ring.x_scale_record(s, col), scale_word[h]);
               else
-                cp_async_4(ring.x_scale_record(s, n), tc.scale_src[h] + k);
+                cp_async_4(ring.x_scale_record(s, col), tc.scale_src[h] + k);
             }
             ring.route[s * kTileN + n] = tc.route[h];
           }
@@ -486,11 +502,12 @@ struct ComputeRole {
     // A warpgroup past the tiles of a short item: its stages, its part in the item's barriers, nothing else.
     // (Step owners: warpgroup 2, whose sums warpgroups 0 and 1 take.)
     const bool idle = warp_uniform(threadIdx.x / 128) * kT >= Shape::tiles(sg.phase, sg.mt);
-    if constexpr (kOwners) {  // GEMM1: a unit's GEMM2 is unit_gemm2
+    if constexpr (kOwners) {  // GEMM1 on paired rows (the producer stages them so); a unit's GEMM2 is unit_gemm2
+      static_assert(N == 8, "step owners run 8-column token tiles");
       float both[2][kT][N / 2];
       fill<N>(both[0], 0.0f);
       fill<N>(both[1], 0.0f);
-      Atom::template mainloop_split_owned<N, kT>(both, ring, cur, sg.k1 - sg.k0, warp_uniform(threadIdx.x / 128));
+      Atom::template mainloop_paired_owned<kT>(both, ring, cur, sg.k1 - sg.k0, warp_uniform(threadIdx.x / 128));
       owners_reduce<N>(both, acc, s_reduce);
     } else if (idle) {
       pass_stages(ring, cur, sg.k1 - sg.k0, lane);

@@ -276,6 +276,19 @@ TEST_CASE(
   CHECK(codegen::plan_launch(glm, 1, h200, {.decoded_scales = true}).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 1, h200, {.schedule = codegen::Schedule::stream}).schedule ==
         codegen::Schedule::stream);
+  // Step owners pair at most contract::kPairedRows token rows: above, a forced unit schedule runs two warpgroups,
+  // and asking for three is refused.
+  const codegen::MoeConfig small = codegen::builtin_model("gpt-oss-20b");
+  const int above = contract::kPairedRows + 1;
+  REQUIRE(codegen::plan_launch(small, above, h200, {.schedule = codegen::Schedule::units}).schedule ==
+          codegen::Schedule::units);
+  CHECK(codegen::plan_launch(small, above, h200, {.schedule = codegen::Schedule::units}).groups == 2);
+  CHECK(codegen::plan_launch(small, contract::kPairedRows, h200, {.schedule = codegen::Schedule::units}).groups == 3);
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(small, above, h200, {.consumer_groups = 3, .schedule = codegen::Schedule::units}),
+      "consumer_groups = 3 is invalid with schedule = units at B = 5: the step owners pair at most 4 token rows "
+      "(B <= 4; 2 warpgroups run the schedule at any B it fits)",
+      codegen::ConfigError);
   codegen::MoeConfig ranks2 = glm;
   ranks2.ranks = 2;
   CHECK(codegen::plan_launch(ranks2, 1, h200).schedule == codegen::Schedule::stream);
