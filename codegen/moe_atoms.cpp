@@ -33,8 +33,12 @@ const std::vector<AtomTraits>& all_atoms() {
       // bench/results/2026-12-04-h200-flips-and-ring.md).
       // The unit schedule at B = 1: +6.6 to +8.3 points over stream (GLM5.2 58.4-60.1% against 51.8,
       // DSV4.1-Flash 48.6-49.1% against 41.5); from B = 2 its two warpgroups' K-loop is the limit and stream
-      // wins (bench/results/2026-12-03-h200-unit-schedule.md). PDL between the roles up to B = 2: +0.9 to +1.9
-      // points at B = 1, +0.4 to +1.6 at B = 2, within the runs' spread from B = 4 (three rounds, H200,
+      // wins (bench/results/2026-12-03-h200-unit-schedule.md). On three warpgroups that own every third step
+      // (contract::step_owners) with an 8-stage ring, B = 1 gains another 1.5 (GLM5.2) and 0.3-0.5
+      // (DSV4.1-Flash) points over two warpgroups at 5; 5 and 10 stages ran no faster than two warpgroups; at
+      // B = 2-3 stream stays ahead or level; their GEMM1 on paired rows adds 2.4-2.7 more
+      // (bench/results/2026-12-04-h200-step-owners.md). PDL between the roles up to B = 2: +0.9 to +1.9 points
+      // at B = 1, +0.4 to +1.6 at B = 2, within the runs' spread from B = 4 (three rounds, H200,
       // bench/results/2026-12-03-h200-prologue-and-loops.md).
       {Arch::sm_90a,
        ComputePath::fast,
