@@ -357,11 +357,10 @@ struct AtomSm90Fp8 {
     kloop<N, T, false, k32_per_wait<N, T, false>()>(acc, ring, cur, steps, item_done);
   }
 
-  // The step owners' loops (contract::step_owners), GEMM1 on split rows and the unit schedule's GEMM2 items:
-  // warpgroup `owner` of three runs steps k = owner (mod 3), each as two passes over T tiles (tiles 0..T-1 into
-  // acc[0], T..2T-1 into acc[1]).
-  // GEMM1 on paired rows (contract::kPairedRows: token r's large row at column 2r, its small row at 2r + 1): one
-  // wgmma of 8 columns a K32 block; acc comes back in the 8-column layout.
+  // The step owners' loops (contract::step_owners): warpgroup `owner` of three runs steps k = owner (mod 3),
+  // each as two passes over T tiles (tiles 0..T-1 into acc[0], T..2T-1 into acc[1]). GEMM1 runs on paired split
+  // rows (contract::kPairedRows: token r's large row at column 2r, its small row at 2r + 1), one wgmma of 8
+  // columns a K32 block, and its sums come back in the 8-column layout; GEMM2 on the unit schedule's items.
   template <int T, class Ring, class Cursor>
   __device__ static void mainloop_paired_owned(float (&acc)[2][T][4], const Ring& ring, Cursor& cur, int steps,
                                                int owner) {
@@ -521,7 +520,7 @@ struct AtomSm90Fp8 {
 #pragma unroll
             for (int j = 0; j < kJ; ++j) fence_operands(part[u][j]);
           if (last && pass == 1) release_stage(ring, s_now, lane);
-          scale_group<N, T, kPaired, kJ, kPaired>(acc[pass], part, now, h);
+          scale_group<N, T, /*kSplit: paired rows are split rows*/ kPaired, kJ, kPaired>(acc[pass], part, now, h);
         }
       }
       step_end(ko, acc);
