@@ -357,9 +357,9 @@ struct ComputeRole {
         const bool paired = kOwners && sg.phase == 0;
         if constexpr (kOwners)
           if (paired) {
-            if (sg.rows > contract::kPairedRows)
-              __trap();  // the planner runs step owners at B <= kPairedRows only  // the small elements' rows sit
-                         // kSmallRows after the large ones (below)
+            // The planner runs step owners at B <= kPairedRows only.
+            if (sg.rows > contract::kPairedRows) __trap();
+            // The small elements' rows sit kSmallRows after the large ones (as below).
             constexpr long long kSmallRows = kWs.x_small - kWs.x_q;
             const u32 live = (tc.live & 1u) * 16u, r = lane / kChunks, c = lane % kChunks;
             cp_async_16_zfill(tile + Atom::x_chunk_offset(2 * r, c), tc.src[0] + k * kChunkBytes, live);
