@@ -463,11 +463,7 @@ struct AtomSm90Fp8 {
         cur.advance();
       }
     };
-    if (owner >= steps) {
-      pass_until(steps);
-      if constexpr (kPaired) unpair(acc[0]), unpair(acc[1]);  // zeros, in the 8-column layout
-      return;
-    }
+    if (owner >= steps) return pass_until(steps);  // acc stays as given
     pass_until(owner);
     float part[T][kJ][kW / 2];
 #pragma unroll

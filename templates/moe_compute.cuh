@@ -575,46 +575,36 @@ struct ComputeRole {
     static_assert(kUnits && N <= 16, "the unit schedule runs on the fast atom, whose token tiles are at most 16 wide");
     int route[N / 4];
     stage_routes<N>(ring, cur, route);
+    // The sums of an item's tiles first_tile .. first_tile + kT - 1, tile group `pair`, as partial rows. A pass past
+    // the tiles of a short last item ran on stale weights: nothing of it is stored.
+    auto store = [&](int item, int first_tile, int pair, float(&sums)[kT][N / 2]) {
+      if (first_tile < Shape::tiles(1, item)) {
+        Segment it = sg;
+        it.mt = item;
+#pragma unroll
+        for (int u = 0; u < kT; ++u)
+#pragma unroll
+          for (int i = 0; i < N / 2; ++i) sums[u][i] *= Atom::kAccScale;
+        if (p.b1 && it.k0 == 0) add_biases<N>(p, it, route, sums, pair);
+        unit_epilogue<N>(p, it, ws, route, sums, pair);
+      }
+      fill<N>(sums, 0.0f);
+    };
     if constexpr (kOwners) {
-      // A pass past the tiles of a short last item ran on stale weights: nothing of it is stored.
-      auto store = [&](int item, int pair, float(&sums)[kT][N / 2]) {
-        if (pair * kT < Shape::tiles(1, item)) {
-          Segment it = sg;
-          it.mt = item;
-#pragma unroll
-          for (int u = 0; u < kT; ++u)
-#pragma unroll
-            for (int i = 0; i < N / 2; ++i) sums[u][i] *= Atom::kAccScale;
-          if (p.b1 && it.k0 == 0) add_biases<N>(p, it, route, sums, pair);
-          unit_epilogue<N>(p, it, ws, route, sums, pair);
-        }
-        fill<N>(sums, 0.0f);
-      };
       float both[2][kT][N / 2];
       fill<N>(both[0], 0.0f);
       fill<N>(both[1], 0.0f);
       Atom::template mainloop_items_owned<N, kT>(both, ring, cur, Shape::mt(1), warp_uniform(threadIdx.x / 128),
                                                  [&](int item, float(&sums)[2][kT][N / 2]) {
-                                                   store(item, 0, sums[0]);
-                                                   store(item, 1, sums[1]);
+                                                   store(item, 0, 0, sums[0]);
+                                                   store(item, kT, 1, sums[1]);
                                                  });
     } else {
       float acc[kT][N / 2];
       fill<N>(acc, 0.0f);
       const int first_tile = warp_uniform(threadIdx.x / 128) * kT;
       Atom::template mainloop_items<N, kT>(acc, ring, cur, Shape::mt(1), [&](int item, float(&sums)[kT][N / 2]) {
-        // A warpgroup past the tiles of a short last item ran on stale weights: nothing of it is stored.
-        if (first_tile < Shape::tiles(1, item)) {
-          Segment it = sg;
-          it.mt = item;
-#pragma unroll
-          for (int u = 0; u < kT; ++u)
-#pragma unroll
-            for (int i = 0; i < N / 2; ++i) sums[u][i] *= Atom::kAccScale;
-          if (p.b1 && it.k0 == 0) add_biases<N>(p, it, route, sums, threadIdx.x / 128);
-          unit_epilogue<N>(p, it, ws, route, sums, threadIdx.x / 128);
-        }
-        fill<N>(sums, 0.0f);
+        store(item, first_tile, threadIdx.x / 128, sums);
       });
     }
     Segment skipped;
