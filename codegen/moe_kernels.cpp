@@ -99,7 +99,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kSubnormalScales", plan.subnormal_weight_scales ? 1 : 0},
                  {"kRanks", d.ranks},
                  {"kEp", plan.ep.mode},
-                 {"kSchedule", schedule_constant(plan)}};
+                 {"kSchedule", schedule_constant(plan)},
+                 {"kPaired", plan.paired_rows ? 1 : 0}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";

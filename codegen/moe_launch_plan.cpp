@@ -122,9 +122,8 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                                                      "steps over 3 (allowed: 2, 3; 0 as planned)",
                                                      options.consumer_groups, contract::kUnitTiles));
   p.schedule = Schedule::units;
-  // (Step owners pair at most kPairedRows token rows: above, the pairs of two warpgroups.)
-  p.groups =
-      options.consumer_groups ? options.consumer_groups : (batch <= contract::kPairedRows ? atom.unit_groups : 2);
+  // Step owners run GEMM1 on paired rows (plan_paired_rows): elsewhere, the pairs of two warpgroups.
+  p.groups = options.consumer_groups ? options.consumer_groups : (p.paired_rows ? atom.unit_groups : 2);
   if (contract::step_owners(p.groups, contract::kUnitTiles)) {
     // A step owner holds two passes' sums: at 128 registers they fit beside 8-column tiles only (an expert with
     // more routes runs more token tiles; at the planned B = 1 it has one).
@@ -132,8 +131,6 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
       throw ConfigError("tile_n", fmt::format("tile_n = {} is invalid with schedule = units on 3 consumer warpgroups: "
                                               "their step owners run 8-column token tiles (allowed: 8)",
                                               options.tile_n));
-    if (p.tile_n != 8) note(fmt::format("tile_n = 8: the unit schedule's step owners (not {})", p.tile_n));
-    p.tile_n = 8;
     // Their GEMM1 stages each token's large and small rows side by side in one 8-column tile.
     if (batch > contract::kPairedRows)
       throw ConfigError("consumer_groups",
@@ -141,6 +138,11 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                                     "pair at most {} token rows (B <= {}; 2 warpgroups run the schedule at any B it "
                                     "fits)",
                                     batch, contract::kPairedRows, contract::kPairedRows));
+    if (!p.paired_rows)  // (B, R and tile_n allow pairing above: the path has no split rows)
+      throw ConfigError("consumer_groups",
+                        fmt::format("consumer_groups = 3 is invalid with schedule = units on the {} atom: the step "
+                                    "owners run GEMM1 on paired split rows, the sm90-fp8-wgmma atom's (allowed: 2)",
+                                    atom.name));
   }
   note(fmt::format(
       "schedule units ({}): {} units per active expert (128 intermediate columns each: the GEMM1 rows and the GEMM2 "
@@ -151,6 +153,26 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
       contract::step_owners(p.groups, contract::kUnitTiles)
           ? " (step owners: warpgroup w runs steps k = w mod 3 over all 4 tiles; GEMM1's sums meet in shared memory)"
           : " (2 tiles each)"));
+}
+
+// GEMM1 on paired split rows where no segment can have more than contract::kPairedRows rows (an expert draws at
+// most B of them on one GPU): one wgmma of 8 columns a K32 block instead of 16, and half the FP32 promotion.
+template <class Note>
+void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
+                      Note note) {
+  if (!contract::path_split_rows(p.contract_path) || config.ranks != 1 || batch > contract::kPairedRows) return;
+  if (options.tile_n && options.tile_n != 8) {
+    note(fmt::format("GEMM1 rows not paired: tile_n = {} set by the options (paired rows run 8-column tiles)",
+                     options.tile_n));
+    return;
+  }
+  p.paired_rows = true;
+  p.tile_n = 8;
+  note(
+      fmt::format("tile_n = 8, GEMM1 rows paired: at B <= {} an expert's segment has at most {} rows, so each "
+                  "token's large and small rows share one 8-column tile (one wgmma of 8 columns a K32 block, not "
+                  "16; --tile-n 16 keeps them apart)",
+                  contract::kPairedRows, contract::kPairedRows));
 }
 }  // namespace
 
@@ -199,6 +221,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                                   : fmt::format("the smallest of 16/32/64 covering r + 3 sqrt(r), r = ceil(B k / L) "
                                                 "= ceil({} x {} / {}) = {}, at most the atom's {}",
                                                 batch, config.top_k, E, p.rows_per_expert, atom->max_tile_n)));
+  plan_paired_rows(p, config, batch, options, note);
   p.groups = atom->groups;
   if (options.consumer_groups) {
     if (options.consumer_groups != atom->groups && atom->tiles == atom->groups)
@@ -429,6 +452,7 @@ void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
        {"tiles", p.tiles},
        {"tile_n", p.tile_n},
        {"stages", p.stages},
+       {"paired_rows", p.paired_rows},
        {"schedule", schedule_name(p.schedule)},
        {"pdl", p.pdl},
        {"decoded_scales", p.decoded_scales},

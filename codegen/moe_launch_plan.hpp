@@ -98,6 +98,8 @@ struct MoeLaunchPlan {
   int tiles = 0;            // 64-row weight tiles per item (tiles / groups per warpgroup)
   int tile_n = 0;           // widest token tile of an item (wgmma N); an item uses the smallest of 8/16/32/64 that fits
   int stages = 0;
+  // GEMM1's split rows paired (contract::kPairedRows): each token's large and small rows in one 8-column tile.
+  bool paired_rows = false;
   Schedule schedule = Schedule::stream;
   // Programmatic dependent launch between the roles (the runtime's default; MoeLayerOptions::pdl overrides).
   bool pdl = false;

@@ -347,6 +347,12 @@ struct AtomSm90Fp8 {
   __device__ static void mainloop_split(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
     kloop<N, T, true>(acc, ring, cur, steps);
   }
+  // mainloop_split on paired rows (contract::kPairedRows: token r's large row at column 2r, its small row at
+  // 2r + 1): one wgmma of 8 columns a K32 block; the sums come back in the 8-column layout.
+  template <int T, class Ring, class Cursor>
+  __device__ static void mainloop_paired(float (&acc)[T][4], const Ring& ring, Cursor& cur, int steps) {
+    kloop<8, T, true, k32_per_wait<8, T, true>(), true>(acc, ring, cur, steps);
+  }
   // mainloop over `steps` one-step items (the unit schedule's GEMM2: each 64-row tile needs one K128 block):
   // after each step, item_done(step, acc) takes its sums and leaves acc zeroed. One loop, so the next step's
   // operands load while an item's sums are stored (a segment per item paid the loop's start and end each time:
@@ -377,12 +383,13 @@ struct AtomSm90Fp8 {
     template <class Acc>
     __device__ void operator()(int, Acc&) const {}
   };
-  template <int N, int T, bool kSplit, int kJ = k32_per_wait<N, T, kSplit>(), class Ring, class Cursor,
-            class StepEnd = NoStepEnd>
+  template <int N, int T, bool kSplit, int kJ = k32_per_wait<N, T, kSplit>(), bool kPaired = false, class Ring,
+            class Cursor, class StepEnd = NoStepEnd>
   __device__ static void kloop(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps,
                                StepEnd step_end = {}) {
     static_assert(kJ == 1 || kJ == 2 || kJ == 4, "a step's four K32 blocks in equal groups");
-    constexpr int kW = kSplit ? 2 * N : N;  // the wgmma's width
+    static_assert(!kPaired || (kSplit && N == 8), "paired rows are split rows of 8-column tiles");
+    constexpr int kW = kPaired ? 8 : kSplit ? 2 * N : N;  // the wgmma's width
     steps = warp_uniform(steps);
     const int lane = threadIdx.x % 32;
     float part[T][kJ][kW / 2];
@@ -433,10 +440,11 @@ struct AtomSm90Fp8 {
           release_stage(ring, s_now, lane);
           if (!kPrefetch) op.load(ring, s);
         }
-        scale_group<N, T, kSplit, kJ, false>(acc, part, now, h);
+        scale_group<N, T, kSplit, kJ, kPaired>(acc, part, now, h);
       }
       step_end(k, acc);
     }
+    if constexpr (kPaired) unpair(acc);
   }
 
   // kloop for a step owner: its steps as kloop's, each pass over T tiles, the second pass's operands read while

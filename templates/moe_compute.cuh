@@ -80,7 +80,7 @@ __device__ __forceinline__ float gated_activation(float gate, float up, float cl
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded, class Atom, int kRanks, int kEp,
-          int kSchedule>
+          int kSchedule, int kPaired>
 struct ComputeRole {
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
@@ -120,7 +120,10 @@ struct ComputeRole {
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
   static_assert(kSchedule == contract::kScheduleStream || kSchedule == contract::kScheduleUnits, "a schedule");
   static_assert(!kUnits || kRanks == 1, "the unit schedule runs on one GPU: finalize adds its partial rows");
-  static_assert(!kOwners || (kUnits && kSplitRows && !kDecoded), "step owners: the unit schedule's fast kernel");
+  static_assert(!kOwners || (kUnits && kPaired && !kDecoded), "step owners: the unit schedule's fast kernel");
+  // kPaired: GEMM1's split rows paired (contract::kPairedRows, MoeLaunchPlan::paired_rows), planned where no
+  // segment has more than kPairedRows rows.
+  static_assert(!kPaired || (kSplitRows && kTileN == 8 && kRanks == 1), "paired rows: one 8-column tile, one GPU");
   static_assert(StreamWalker::template costs_fit_32_bits<(kRanks * kCapacity + kTileN - 1) / kTileN>(),
                 "the schedule's cost into one expert fits 32 bits");
   static_assert(contract::last_item_runs(kPath, kGroups, kTiles, Shape::rest(0)) &&
@@ -320,9 +323,8 @@ struct ComputeRole {
 #pragma unroll
     for (int q = 0; q < kPasses; ++q)
       dst_offsets[q] = Atom::x_chunk_offset(q * kColsPerPass + lane / kChunks, lane % kChunks);
-    // Step owners' GEMM1 rows are paired (contract::kPairedRows): token r's large row at column 2r, its small row
-    // at 2r + 1, one pass.
-    static_assert(!kOwners || contract::kPairedRows <= kColsPerPass, "paired rows are staged in one pass");
+    // Paired GEMM1 rows (kPaired): token r's large row at column 2r, its small row at 2r + 1, one pass.
+    static_assert(!kPaired || contract::kPairedRows <= kColsPerPass, "paired rows are staged in one pass");
     while (walker.next(sg)) {
       if (sg.phase != cached_phase || sg.a != cached_a || sg.j != cached_j) {
         const u64 t0 = p.trace ? globaltimer() : 0;
@@ -354,10 +356,10 @@ struct ComputeRole {
               if (lane + 32 * h < kTileN && tc.route[h] >= 0) scale_word[h] = tc.scale_src[h][k];
         timed_wait(p, &ring.empty[s], cur.phase ^ 1u, waited);
         const u32 tile = smem_addr(ring.x_tile(s));
-        const bool paired = kOwners && sg.phase == 0;
-        if constexpr (kOwners)
+        const bool paired = kPaired && sg.phase == 0;
+        if constexpr (kPaired)
           if (paired) {
-            // The planner runs step owners at B <= kPairedRows only.
+            // The planner pairs rows at B <= kPairedRows only.
             if (sg.rows > contract::kPairedRows) __trap();
             // The small elements' rows sit kSmallRows after the large ones (as below).
             constexpr long long kSmallRows = kWs.x_small - kWs.x_q;
@@ -511,6 +513,12 @@ struct ComputeRole {
       owners_reduce<N>(both, acc, s_reduce);
     } else if (idle) {
       pass_stages(ring, cur, sg.k1 - sg.k0, lane);
+    } else if constexpr (kPaired) {
+      static_assert(N == 8, "paired rows run 8-column token tiles");
+      if (sg.phase == 0)
+        Atom::template mainloop_paired<kT>(acc, ring, cur, sg.k1 - sg.k0);
+      else
+        Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
     } else if constexpr (kSplitRows) {
       if (sg.phase == 0)
         Atom::template mainloop_split<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
@@ -628,7 +636,9 @@ struct ComputeRole {
         for (int u = 0; u < kT; ++u)
 #pragma unroll
           for (int i = 0; i < N / 2; ++i) mine[u * (N / 2) + i] = acc[u][i];
-      __threadfence();
+      // The barrier orders every consumer's stores before thread 0's release, which is cumulative (PTX memory
+      // model: the CTA-scope barrier is in causality order with it), so one release publishes them all; a fence
+      // in every thread (fence.sc.gpu) cost ~5% of the consumers' stall samples at B = 2 (ncu).
       named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
       if (threadIdx.x == 0) st_release_gpu(ws.flags + slot + cta_index(), tag);
       trace_segment_done(p, sg.phase);
@@ -735,7 +745,7 @@ struct ComputeRole {
     } else {
       gemm1_requantize<N>(sg, ws, route, acc, s_amax, weight, clamp_bf16, alpha);
     }
-    __threadfence();
+    // One release after the barrier publishes the warpgroup's handoff (as stream_pieces' flag).
     named_barrier_sync(kGroupBarrier + group, 128);
     if (threadIdx.x % 128 == 0)
 #pragma unroll
@@ -977,32 +987,32 @@ struct ComputeRole {
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks, kEp, kSchedule>::run(p);
+              kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks, kEp, kSchedule, kPaired>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Bf16, kRanks, kEp, kSchedule>::run(p);
+              kShared, kDecoded, AtomSm90Bf16, kRanks, kEp, kSchedule, kPaired>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm90Bf16W4A16, kRanks, kEp, kSchedule>::run(p);
+              kShared, kDecoded, AtomSm90Bf16W4A16, kRanks, kEp, kSchedule, kPaired>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
   ComputeRole<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-              kShared, kDecoded, AtomSm120, kRanks, kEp, kSchedule>::run(p);
+              kShared, kDecoded, AtomSm120, kRanks, kEp, kSchedule, kPaired>::run(p);
 }
 #endif
 

@@ -40,6 +40,7 @@ const std::vector<LaunchRow>& launch_rows() {
       {"tile_n (widest N)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.tile_n); }},
       {"item rows (64 x tiles)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(64 * p.tiles); }},
       {"stages", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.stages); }},
+      {"GEMM1 rows paired", [](const codegen::MoeLaunchPlan& p) { return std::string(p.paired_rows ? "yes" : "no"); }},
       {"schedule", [](const codegen::MoeLaunchPlan& p) { return std::string(codegen::schedule_name(p.schedule)); }},
       {"PDL between roles", [](const codegen::MoeLaunchPlan& p) { return std::string(p.pdl ? "on" : "off"); }},
       {"EP modes (R > 1)", [](const codegen::MoeLaunchPlan& p) { return codegen::ep_mode_names(p.ep.mode); }},

@@ -17,7 +17,8 @@
 // the real models) issues 17.2 instructions and 8.4 integer ops per 8 weights,
 // at N = 16 21.6 and 8.3; GEMM1's on split rows (one wgmma of 2N columns per
 // K32 block, the step in two halves) 18.9 and 7.4 at N = 8, 24.9 and 8.4 at
-// N = 16. For weights that need code 0 as 2^-127
+// N = 16; on paired rows (B <= 4: a token's large and small rows side by side, one wgmma of 8 columns a K32
+// block, MoeLaunchPlan::paired_rows) 16.0 and 7.3. For weights that need code 0 as 2^-127
 // (MoeCodegenOptions::subnormal_weight_scales) a weight scale costs three:
 // 18.2 / 22.6 / 19.9 / 25.9 and 9.3 / 9.3 / 8.4 / 9.2. With decoded scales (a
 // decoder warp writes each stage's scales as FP32,
@@ -51,6 +52,7 @@ struct Budget {
   bool split;              // GEMM1's loop on split rows: one wgmma of 2n columns per K32 block
   bool decoded = false;    // MoeCodegenOptions::decoded_scales: the loop reads FP32 scales a decoder warp wrote
   bool subnormal = false;  // MoeCodegenOptions::subnormal_weight_scales: weight scale code 0 decodes as 2^-127
+  bool paired = false;     // split rows paired (contract::kPairedRows): one wgmma of n columns per K32 block
 };
 }  // namespace
 
@@ -100,20 +102,23 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
   // Split rows on 16 columns wait after every K32 block (AtomSm90Fp8::k32_per_wait), since two blocks' partial
   // sums spill at the 128 registers of three warpgroups: four waits a step cost 1.4 integer instructions per 8
   // weights more than two did.
-  for (const Budget& b : {Budget{8, 8, 18.0, 8.8, false}, Budget{64, 16, 22.7, 8.7, false},
-                          Budget{8, 8, 19.8, 8.3, true}, Budget{64, 16, 26.8, 10.5, true},
-                          Budget{8, 8, 19.1, 9.8, false, false, true}, Budget{64, 16, 23.7, 9.8, false, false, true},
-                          Budget{8, 8, 20.9, 9.3, true, false, true}, Budget{64, 16, 27.8, 11.3, true, false, true},
-                          Budget{8, 8, 16.0, 6.5, false, true}, Budget{64, 16, 20.5, 6.5, false, true},
-                          Budget{8, 8, 18.0, 6.5, true, true}, Budget{64, 16, 25.0, 8.5, true, true}}) {
+  for (const Budget& b :
+       {Budget{8, 8, 18.0, 8.8, false}, Budget{64, 16, 22.7, 8.7, false}, Budget{8, 8, 19.8, 8.3, true},
+        Budget{64, 16, 26.8, 10.5, true}, Budget{8, 8, 19.1, 9.8, false, false, true},
+        Budget{64, 16, 23.7, 9.8, false, false, true}, Budget{8, 8, 20.9, 9.3, true, false, true},
+        Budget{64, 16, 27.8, 11.3, true, false, true}, Budget{8, 8, 16.0, 6.5, false, true},
+        Budget{64, 16, 20.5, 6.5, false, true}, Budget{8, 8, 18.0, 6.5, true, true},
+        Budget{64, 16, 25.0, 8.5, true, true}, Budget{2, 8, 16.8, 7.7, true, false, false, true}}) {
     CAPTURE(b.batch);
     CAPTURE(b.split);
+    CAPTURE(b.paired);
     CAPTURE(b.decoded);
     CAPTURE(b.subnormal);
     codegen::MoeCodegenOptions options = fast;
     options.decoded_scales = b.decoded;
     options.subnormal_weight_scales = b.subnormal;
     const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, b.batch, h200, options);
+    REQUIRE(plan.paired_rows == b.paired);
     const jit::BuildArtifacts built = jit::build_kernel(codegen::moe_compute_spec(glm, plan));
     const std::vector<sass::LoopMix> loops = sass::mma_loops(sass::disassemble(g_nvdisasm, built.cubin));
     // Per iteration (one K128 step) a consumer thread expands 8 words of 8 codes for each of its tiles.
@@ -122,10 +127,12 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
     for (const sass::LoopMix& loop : loops) {
       // One wgmma per K32 block and tile: N columns (GEMM2) or 2N (GEMM1 on split rows); a wait every two K32
       // blocks, every one for split rows on 16 columns (AtomSm90Fp8::k32_per_wait).
-      const int waits = b.split && b.n * plan.tiles / plan.groups > 16 ? 4 : 2;
-      if (loop.first_mma.find(fmt::format("QGMMA.64x{}x32", b.split ? 2 * b.n : b.n)) == std::string::npos) continue;
-      // FP32 per K32 block and tile: an FFMA and a scale product per accumulator, and split rows' pair sum.
-      const int fp32 = (b.split ? 6 : 4) * b.n * plan.tiles / plan.groups;
+      const int waits = b.split && !b.paired && b.n * plan.tiles / plan.groups > 16 ? 4 : 2;
+      const int width = b.split && !b.paired ? 2 * b.n : b.n;
+      if (loop.first_mma.find(fmt::format("QGMMA.64x{}x32", width)) == std::string::npos) continue;
+      // FP32 per K32 block and tile: an FFMA and a scale product per accumulator, and split rows' pair sum; paired
+      // rows add a token's pair and scale it once: 2 sums, 2 products, 2 FFMA.
+      const int fp32 = b.paired ? 6 * 4 * plan.tiles / plan.groups : (b.split ? 6 : 4) * b.n * plan.tiles / plan.groups;
       if (loop.mma != 4 * plan.tiles / plan.groups || loop.mma_waits != waits || loop.fp32 != fp32) continue;
       ++found;
       const double issued = loop.instructions / eights, integer = loop.alu / eights;
@@ -133,8 +140,11 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
           fmt::format("{}{}{}N = {} loop {}: {} instructions per K128 step ({} integer, {} IMAD, {} FP32, {} MMA) = "
                       "{:.1f} issued and {:.1f} integer per 8 weights (budget {} and {})",
                       b.decoded ? "decoded scales, " : "", b.subnormal ? "subnormal weight scales, " : "",
-                      b.split ? "split " : "", b.n, loop.label, loop.instructions, loop.alu, loop.imad, loop.fp32,
-                      loop.mma, issued, integer, b.issued, b.integer));
+                      b.paired  ? "paired "
+                      : b.split ? "split "
+                                : "",
+                      b.n, loop.label, loop.instructions, loop.alu, loop.imad, loop.fp32, loop.mma, issued, integer,
+                      b.issued, b.integer));
       CHECK(issued <= b.issued);
       CHECK(integer <= b.integer);
     }

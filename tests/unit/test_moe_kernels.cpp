@@ -249,11 +249,12 @@ TEST_CASE(
                            "run 8-column token tiles (allowed: 8)",
                            codegen::ConfigError);
       o.tile_n = 0;
-      o.consumer_groups = 2;  // a pair of tiles a warpgroup: no reduction, the planned token tile
+      o.consumer_groups = 2;  // a pair of tiles a warpgroup: no reduction, GEMM1 on paired rows as planned at B = 1
       const codegen::MoeLaunchPlan pairs = codegen::plan_launch(c, 1, h200, o);
       CHECK(pairs.groups == 2);
       CHECK(pairs.tiles == contract::kUnitTiles);
-      CHECK(pairs.tile_n == 16);
+      CHECK(pairs.tile_n == 8);
+      CHECK(pairs.paired_rows);
       CHECK_FALSE(contract::step_owners(pairs.groups, pairs.tiles));
       CHECK(contract::owner_reduce_bytes(pairs.groups, pairs.tiles, pairs.tile_n) == 0);
       o.consumer_groups = 1;
@@ -314,6 +315,40 @@ TEST_CASE(
                        "schedule = units is invalid for the sm90-fp8-wgmma atom with expert parallelism: only the "
                        "sm90-fp8-wgmma atom on one GPU runs it",
                        codegen::ConfigError);
+}
+
+TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPairedRows rows") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const bool shared : {false, true})
+    for (const char* model : {"glm5.2", "dsv4.1-flash", "gpt-oss-120b"}) {
+      CAPTURE(model);
+      CAPTURE(shared);
+      if (shared && std::string(model) == "gpt-oss-120b") continue;  // it has none
+      const codegen::MoeConfig c = codegen::builtin_model(model, shared);
+      // An expert draws at most B rows of a forward on one GPU (the shared expert exactly B).
+      for (int b = 1; b <= contract::kPairedRows + 1; ++b) {
+        CAPTURE(b);
+        const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200);
+        const bool paired = b <= contract::kPairedRows;
+        CHECK(plan.paired_rows == paired);
+        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kPaired") == (paired ? 1 : 0));
+        if (paired) CHECK(plan.tile_n == 8);
+        // The step owners run on paired rows only, and are planned wherever the unit schedule is.
+        if (plan.schedule == codegen::Schedule::units) CHECK(plan.groups == (paired ? 3 : 2));
+      }
+      // A wider token tile asked for keeps the rows apart (the 16-column split), on two warpgroups at B = 1.
+      const codegen::MoeLaunchPlan wide = codegen::plan_launch(c, 1, h200, {.tile_n = 16});
+      CHECK_FALSE(wide.paired_rows);
+      CHECK(wide.tile_n == 16);
+      CHECK(wide.groups == 2);
+      CHECK(constant_of(codegen::moe_compute_spec(c, wide), "kPaired") == 0);
+      CHECK(codegen::plan_launch(c, 2, h200, {.tile_n = 8}).paired_rows);
+      // Paths without split rows, and expert parallelism (an expert's rows come from every rank), do not pair.
+      CHECK_FALSE(codegen::plan_launch(c, 1, h200, {.path = codegen::ComputePath::exact}).paired_rows);
+      codegen::MoeConfig ep = c;
+      ep.ranks = 2;
+      if (!shared) CHECK_FALSE(codegen::plan_launch(ep, 1, h200).paired_rows);
+    }
 }
 
 TEST_CASE("a step of at most 32 routes gets its routing tables from one warp in the unit schedule's kernel only") {
