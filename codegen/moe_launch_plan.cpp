@@ -18,6 +18,8 @@ constexpr int k_finalize_threads = 256;
 // copy rate; more CTAs only add launch work.
 constexpr int k_streaming_ctas_per_sm = 2;
 constexpr int k_max_stages = 12;
+// The narrowest token tile (wgmma N = 8) covers every segment up to this B on one GPU (plan_paired_rows).
+constexpr int k_paired_max_batch = 8;
 // What the driver keeps per resident block on sm_90 and sm_120 (cudaDevAttrReservedSharedMemoryPerBlock).
 constexpr int k_reserved_smem_per_block = 1024;
 
@@ -123,7 +125,9 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                                                      options.consumer_groups, contract::kUnitTiles));
   p.schedule = Schedule::units;
   // Step owners run GEMM1 on paired rows (plan_paired_rows): elsewhere, the pairs of two warpgroups.
-  p.groups = options.consumer_groups ? options.consumer_groups : (p.paired_rows ? atom.unit_groups : 2);
+  p.groups = options.consumer_groups                           ? options.consumer_groups
+             : p.paired_rows && batch <= contract::kPairedRows ? atom.unit_groups
+                                                               : 2;
   if (contract::step_owners(p.groups, contract::kUnitTiles)) {
     // A step owner holds two passes' sums: at 128 registers they fit beside 8-column tiles only (an expert with
     // more routes runs more token tiles; at the planned B = 1 it has one).
@@ -155,12 +159,14 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
           : " (2 tiles each)"));
 }
 
-// GEMM1 on paired split rows where no segment can have more than contract::kPairedRows rows (an expert draws at
-// most B of them on one GPU): one wgmma of 8 columns a K32 block instead of 16, and half the FP32 promotion.
+// GEMM1 on paired split rows (one wgmma of 8 columns a K32 block instead of 16, and half the FP32 promotion) for
+// segments of at most contract::kPairedRows rows. On one GPU an expert draws at most B rows of a forward: at
+// B <= kPairedRows every segment pairs; at B <= kPairedMaxBatch 8-column token tiles still cover every segment,
+// and those of more rows run the 16-column split.
 template <class Note>
 void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
                       Note note) {
-  if (!contract::path_split_rows(p.contract_path) || config.ranks != 1 || batch > contract::kPairedRows) return;
+  if (!contract::path_split_rows(p.contract_path) || config.ranks != 1 || batch > k_paired_max_batch) return;
   if (options.tile_n && options.tile_n != 8) {
     note(fmt::format("GEMM1 rows not paired: tile_n = {} set by the options (paired rows run 8-column tiles)",
                      options.tile_n));
@@ -168,11 +174,15 @@ void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, cons
   }
   p.paired_rows = true;
   p.tile_n = 8;
-  note(
-      fmt::format("tile_n = 8, GEMM1 rows paired: at B <= {} an expert's segment has at most {} rows, so each "
-                  "token's large and small rows share one 8-column tile (one wgmma of 8 columns a K32 block, not "
-                  "16; --tile-n 16 keeps them apart)",
-                  contract::kPairedRows, contract::kPairedRows));
+  note(batch <= contract::kPairedRows
+           ? fmt::format("tile_n = 8, GEMM1 rows paired: at B <= {} an expert's segment has at most {} rows, so "
+                         "each token's large and small rows share one 8-column tile (one wgmma of 8 columns a K32 "
+                         "block, not 16; --tile-n 16 keeps them apart)",
+                         contract::kPairedRows, contract::kPairedRows)
+           : fmt::format("tile_n = 8, GEMM1 rows paired in segments of at most {} rows: at B <= {} 8-column token "
+                         "tiles cover every segment, and those of more rows run the 16-column split (--tile-n 16 "
+                         "keeps every segment apart)",
+                         contract::kPairedRows, k_paired_max_batch));
 }
 }  // namespace
 

@@ -120,10 +120,17 @@ struct ComputeRole {
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
   static_assert(kSchedule == contract::kScheduleStream || kSchedule == contract::kScheduleUnits, "a schedule");
   static_assert(!kUnits || kRanks == 1, "the unit schedule runs on one GPU: finalize adds its partial rows");
-  static_assert(!kOwners || (kUnits && kPaired && !kDecoded), "step owners: the unit schedule's fast kernel");
-  // kPaired: GEMM1's split rows paired (contract::kPairedRows, MoeLaunchPlan::paired_rows), planned where no
-  // segment has more than kPairedRows rows.
+  static_assert(!kOwners || (kUnits && kPaired == contract::kPairedAll && !kDecoded),
+                "step owners: the unit schedule's fast kernel");
+  // kPaired: GEMM1's split rows paired (contract::kPairedRows, MoeLaunchPlan::paired_rows): in every segment, or
+  // in those of at most kPairedRows rows (contract::kPairedShort).
+  static_assert(kPaired == contract::kPairedNone || kPaired == contract::kPairedAll ||
+                    kPaired == contract::kPairedShort,
+                "a pairing mode");
   static_assert(!kPaired || (kSplitRows && kTileN == 8 && kRanks == 1), "paired rows: one 8-column tile, one GPU");
+  __device__ static bool paired_segment(const Segment& sg) {
+    return kPaired && sg.phase == 0 && (kPaired == contract::kPairedAll || sg.rows <= contract::kPairedRows);
+  }
   static_assert(StreamWalker::template costs_fit_32_bits<(kRanks * kCapacity + kTileN - 1) / kTileN>(),
                 "the schedule's cost into one expert fits 32 bits");
   static_assert(contract::last_item_runs(kPath, kGroups, kTiles, Shape::rest(0)) &&
@@ -356,10 +363,10 @@ struct ComputeRole {
               if (lane + 32 * h < kTileN && tc.route[h] >= 0) scale_word[h] = tc.scale_src[h][k];
         timed_wait(p, &ring.empty[s], cur.phase ^ 1u, waited);
         const u32 tile = smem_addr(ring.x_tile(s));
-        const bool paired = kPaired && sg.phase == 0;
+        const bool paired = paired_segment(sg);
         if constexpr (kPaired)
           if (paired) {
-            // The planner pairs rows at B <= kPairedRows only.
+            // kPairedAll: the planner pairs every segment at B <= kPairedRows only.
             if (sg.rows > contract::kPairedRows) __trap();
             // The small elements' rows sit kSmallRows after the large ones (as below).
             constexpr long long kSmallRows = kWs.x_small - kWs.x_q;
@@ -515,10 +522,12 @@ struct ComputeRole {
       pass_stages(ring, cur, sg.k1 - sg.k0, lane);
     } else if constexpr (kPaired) {
       static_assert(N == 8, "paired rows run 8-column token tiles");
-      if (sg.phase == 0)
-        Atom::template mainloop_paired<kT>(acc, ring, cur, sg.k1 - sg.k0);
-      else
+      if (sg.phase != 0)
         Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
+      else if (kPaired == contract::kPairedShort && warp_uniform(sg.rows) > contract::kPairedRows)
+        Atom::template mainloop_split<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
+      else
+        Atom::template mainloop_paired<kT>(acc, ring, cur, sg.k1 - sg.k0);
     } else if constexpr (kSplitRows) {
       if (sg.phase == 0)
         Atom::template mainloop_split<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
@@ -758,7 +767,11 @@ struct ComputeRole {
   __device__ static void gemm1_requantize(const Segment& sg, const Workspace& ws, const int (&route)[N / 4],
                                           const float (&acc)[kT][N / 2], float* s_amax, const float (&weight)[N / 4],
                                           float clamp_bf16, float alpha) {
-    const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    // kPairedShort: the thread's index read here (an asm the compiler cannot hoist), else the SMEM addresses
+    // derived from it stay live across its two GEMM1 loops and spill at the 128-register cap. (The other kernels
+    // spill with it.)
+    const u32 tid = kPaired == contract::kPairedShort ? u32(fresh_thread_index()) : threadIdx.x;
+    const int group = tid / 128, warp = (tid / 32) % 4, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
     float v[kT][N / 4];
 #pragma unroll

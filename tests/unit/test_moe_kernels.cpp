@@ -325,16 +325,20 @@ TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPai
       CAPTURE(shared);
       if (shared && std::string(model) == "gpt-oss-120b") continue;  // it has none
       const codegen::MoeConfig c = codegen::builtin_model(model, shared);
-      // An expert draws at most B rows of a forward on one GPU (the shared expert exactly B).
-      for (int b = 1; b <= contract::kPairedRows + 1; ++b) {
+      // An expert draws at most B rows of a forward on one GPU (the shared expert exactly B): every segment pairs
+      // up to B = kPairedRows; up to B = 8 the 8-column tiles cover every segment, and those of at most
+      // kPairedRows rows pair.
+      for (int b = 1; b <= 9; ++b) {
         CAPTURE(b);
         const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200);
-        const bool paired = b <= contract::kPairedRows;
-        CHECK(plan.paired_rows == paired);
-        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kPaired") == (paired ? 1 : 0));
-        if (paired) CHECK(plan.tile_n == 8);
+        CHECK(plan.paired_rows == (b <= 8));
+        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kPaired") == (b <= contract::kPairedRows
+                                                                                 ? contract::kPairedAll
+                                                                             : b <= 8 ? contract::kPairedShort
+                                                                                      : contract::kPairedNone));
+        CHECK((plan.tile_n == 8) == (b <= 8));
         // The step owners run on paired rows only, and are planned wherever the unit schedule is.
-        if (plan.schedule == codegen::Schedule::units) CHECK(plan.groups == (paired ? 3 : 2));
+        if (plan.schedule == codegen::Schedule::units) CHECK(plan.groups == (b <= contract::kPairedRows ? 3 : 2));
       }
       // A wider token tile asked for keeps the rows apart (the 16-column split), on two warpgroups at B = 1.
       const codegen::MoeLaunchPlan wide = codegen::plan_launch(c, 1, h200, {.tile_n = 16});
