@@ -13,17 +13,15 @@
 // well inside both. The budgets below are today's counts plus ~5%. The
 // activation scales arrive as FP32 (decoded where they are staged), and a
 // weight scale costs two integer operations (code 0 read as 0.0, for weights
-// without code-0 blocks of nonzero values). GEMM2's loop at N = 8 (B <= 16 of
-// the real models) issues 17.2 instructions and 8.4 integer ops per 8 weights,
-// at N = 16 21.6 and 8.3; GEMM1's on split rows (one wgmma of 2N columns per
-// K32 block, the step in two halves) 18.9 and 7.4 at N = 8, 24.9 and 8.4 at
-// N = 16; on paired rows (B <= 4: a token's large and small rows side by side, one wgmma of 8 columns a K32
-// block, MoeLaunchPlan::paired_rows) 16.0 and 7.3. For weights that need code 0 as 2^-127
-// (MoeCodegenOptions::subnormal_weight_scales) a weight scale costs three:
-// 18.2 / 22.6 / 19.9 / 25.9 and 9.3 / 9.3 / 8.4 / 9.2. With decoded scales (a
-// decoder warp writes each stage's scales as FP32,
-// MoeCodegenOptions::decoded_scales) 15.2 / 19.4 / 17.1 / 23.8 and
-// 5.8 / 6.0 / 6.1 / 7.1. A change that grows a loop past its budget fails
+// without code-0 blocks of nonzero values). Counted at e70ced0: GEMM2's loop at N = 8 (GLM5.2 B = 8) issues 16.9
+// instructions and 7.3 integer ops per 8 weights, at N = 16 (B = 64) 22.1 and 8.3; GEMM1's on split rows (one
+// wgmma of 2N columns per K32 block) 19.5 and 8.1 at N = 8, 26.4 and 10.4 at N = 16; on paired rows (B <= 8, a
+// segment of at most 4 rows: a token's large and small rows side by side, one wgmma of 8 columns a K32 block,
+// MoeLaunchPlan::paired_rows) 16.0 and 7.3. For weights that need code 0 as 2^-127
+// (MoeCodegenOptions::subnormal_weight_scales) a weight scale costs three: 17.9 / 23.1 / 20.5 / 27.4 and
+// 8.3 / 9.1 / 9.1 / 11.1. With decoded scales (a decoder warp writes each stage's scales as FP32,
+// MoeCodegenOptions::decoded_scales) 14.8 / 19.8 / 17.2 / 24.4 and 5.4 / 6.4 / 5.6 / 8.3. (The message of each
+// case prints its count.) A change that grows a loop past its budget fails
 // here, before a GPU ever runs it.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
