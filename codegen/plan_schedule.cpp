@@ -1,0 +1,117 @@
+// The compute role's schedule and GEMM1's token-tile pairing, decided per B for plan_launch
+// (moe_launch_plan.cpp), which calls them in this order: plan_paired_rows sets tile_n, plan_schedule the
+// schedule and its warpgroups.
+#include "codegen/plan_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/planner.hpp"
+#include "templates/moe_contract.cuh"
+
+namespace moejit::codegen {
+namespace {
+// The narrowest token tile (wgmma N = 8) covers every segment up to this B on one GPU (plan_paired_rows).
+constexpr int k_paired_max_batch = 8;
+}  // namespace
+
+// The compute role's schedule; units runs items of kUnitTiles tiles on two consumer warpgroups (a pair each) or
+// three (step owners, contract::step_owners).
+void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,
+                   const MoeCodegenOptions& options, const AtomTraits& atom) {
+  auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
+  const contract::MoeDims dims = workspace_dims(config, p.contract_path);
+  // The partial rows take the split-K slots' bytes, which grow with the grid: the smallest grid is the bound.
+  const bool runs = p.contract_path == contract::kPathSm90Fp8 && config.ranks == 1;
+  const bool fits = contract::unit_partials_fit(dims, device.sm_count, batch);
+  if (options.schedule == Schedule::units) {
+    if (!runs)
+      throw ConfigError("schedule", fmt::format("schedule = units is invalid for the {} atom{}: only the "
+                                                "sm90-fp8-wgmma atom on one GPU runs it",
+                                                atom.name, config.ranks > 1 ? " with expert parallelism" : ""));
+    const long long room = contract::unit_rows_room(dims, device.sm_count);
+    if (!fits)
+      throw ConfigError("schedule", fmt::format("schedule = units is invalid at B = {}: its partial rows take {} B "
+                                                "and the workspace holds {} B for them (B <= {})",
+                                                batch, contract::unit_partial_bytes(dims, batch), room,
+                                                room / contract::unit_partial_bytes(dims, 1)));
+    if (options.decoded_scales)
+      throw ConfigError("schedule",
+                        "schedule = units is invalid with decoded_scales = true: the unit schedule has "
+                        "not been run with a decoder warp");
+  }
+  // Planned only where nothing set asks for what it does not run (one warpgroup, a decoder warp).
+  const bool groups_run = options.consumer_groups == 0 || options.consumer_groups == 2 || options.consumer_groups == 3;
+  const bool planned =
+      !options.schedule && runs && fits && batch <= atom.unit_max_batch && groups_run && !options.decoded_scales;
+  if (options.schedule != Schedule::units && !planned) {
+    note(fmt::format("schedule stream: each phase's K128 steps split evenly over the CTAs{}",
+                     options.schedule ? " (set by the options)" : ""));
+    return;
+  }
+  if (!groups_run)
+    throw ConfigError("consumer_groups", fmt::format("consumer_groups = {} is invalid with schedule = units: its "
+                                                     "GEMM1 items are {} tiles, in pairs over 2 warpgroups or by "
+                                                     "steps over 3 (allowed: 2, 3; 0 as planned)",
+                                                     options.consumer_groups, contract::kUnitTiles));
+  p.schedule = Schedule::units;
+  // Step owners run GEMM1 on paired rows (plan_paired_rows): elsewhere, the pairs of two warpgroups.
+  p.groups = options.consumer_groups                           ? options.consumer_groups
+             : p.paired_rows && batch <= contract::kPairedRows ? atom.unit_groups
+                                                               : 2;
+  if (contract::step_owners(p.groups, contract::kUnitTiles)) {
+    // A step owner holds two passes' sums: at 128 registers they fit beside 8-column tiles only (an expert with
+    // more routes runs more token tiles; at the planned B = 1 it has one).
+    if (options.tile_n && options.tile_n != 8)
+      throw ConfigError("tile_n", fmt::format("tile_n = {} is invalid with schedule = units on 3 consumer warpgroups: "
+                                              "their step owners run 8-column token tiles (allowed: 8)",
+                                              options.tile_n));
+    // Their GEMM1 stages each token's large and small rows side by side in one 8-column tile.
+    if (batch > contract::kPairedRows)
+      throw ConfigError("consumer_groups",
+                        fmt::format("consumer_groups = 3 is invalid with schedule = units at B = {}: the step owners "
+                                    "pair at most {} token rows (B <= {}; 2 warpgroups run the schedule at any B it "
+                                    "fits)",
+                                    batch, contract::kPairedRows, contract::kPairedRows));
+    if (!p.paired_rows)  // (B, R and tile_n allow pairing above: the path has no split rows)
+      throw ConfigError("consumer_groups",
+                        fmt::format("consumer_groups = 3 is invalid with schedule = units on the {} atom: the step "
+                                    "owners run GEMM1 on paired split rows, the sm90-fp8-wgmma atom's (allowed: 2)",
+                                    atom.name));
+  }
+  note(fmt::format(
+      "schedule units ({}): {} units per active expert (128 intermediate columns each: the GEMM1 rows and the GEMM2 "
+      "K block they feed), whole, on {} consumer warpgroups{}; finalize adds the partial rows",
+      planned ? fmt::format("B <= {}, the {} atom's measured range", atom.unit_max_batch, atom.name)
+              : std::string("set by the options"),
+      padded_intermediate(config) / 128, p.groups,
+      contract::step_owners(p.groups, contract::kUnitTiles)
+          ? " (step owners: warpgroup w runs steps k = w mod 3 over all 4 tiles; GEMM1's sums meet in shared memory)"
+          : " (2 tiles each)"));
+}
+
+// GEMM1 on paired split rows (one wgmma of 8 columns a K32 block instead of 16, and half the FP32 promotion) for
+// segments of at most contract::kPairedRows rows. On one GPU an expert draws at most B rows of a forward: at
+// B <= kPairedRows every segment pairs; at B <= kPairedMaxBatch 8-column token tiles still cover every segment,
+// and those of more rows run the 16-column split.
+void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options) {
+  auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
+  if (!contract::path_split_rows(p.contract_path) || config.ranks != 1 || batch > k_paired_max_batch) return;
+  if (options.tile_n && options.tile_n != 8) {
+    note(fmt::format("GEMM1 rows not paired: tile_n = {} set by the options (paired rows run 8-column tiles)",
+                     options.tile_n));
+    return;
+  }
+  p.paired_rows = true;
+  p.tile_n = 8;
+  note(batch <= contract::kPairedRows
+           ? fmt::format("tile_n = 8, GEMM1 rows paired: at B <= {} an expert's segment has at most {} rows, so "
+                         "each token's large and small rows share one 8-column tile (one wgmma of 8 columns a K32 "
+                         "block, not 16; --tile-n 16 keeps them apart)",
+                         contract::kPairedRows, contract::kPairedRows)
+           : fmt::format("tile_n = 8, GEMM1 rows paired in segments of at most {} rows: at B <= {} 8-column token "
+                         "tiles cover every segment, and those of more rows run the 16-column split (--tile-n 16 "
+                         "keeps every segment apart)",
+                         contract::kPairedRows, k_paired_max_batch));
+}
+
+}  // namespace moejit::codegen
