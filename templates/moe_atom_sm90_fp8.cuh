@@ -138,7 +138,8 @@ struct AtomSm90Fp8 {
     kloop_owned<N, T, false>(acc, ring, cur, steps, owner, item_done);
   }
 
-  // The loop of both, kJ K32 blocks a wait (k32_per_wait; another kJ for bench/kloop_probe.cu).
+  // The loop of mainloop, mainloop_split, mainloop_paired and mainloop_items, kJ K32 blocks a wait (k32_per_wait;
+  // another kJ for bench/kloop_probe.cu).
   struct NoStepEnd {
     template <class Acc>
     __device__ void operator()(int, Acc&) const {}
@@ -154,12 +155,7 @@ struct AtomSm90Fp8 {
     const int lane = threadIdx.x % 32;
     float part[T][kJ][kW / 2];
     StepOperands<N, T, Ring::kDecoded, kSubnormalScales> op;
-#pragma unroll
-    for (int u = 0; u < T; ++u)
-#pragma unroll
-      for (int j = 0; j < kJ; ++j)
-#pragma unroll
-        for (int i = 0; i < kW / 2; ++i) part[u][j][i] = 0.0f;
+    zero(part);
     // The descriptors of stage s differ from stage 0's in the start address only.
     const u32 desc0 = sw128_desc_lo(smem_addr(ring.x_tile(0)));
     int s = next_stage(ring, cur, true);
@@ -234,12 +230,7 @@ struct AtomSm90Fp8 {
     if (owner >= steps) return pass_until(steps);  // acc stays as given
     pass_until(owner);
     float part[T][kJ][kW / 2];
-#pragma unroll
-    for (int u = 0; u < T; ++u)
-#pragma unroll
-      for (int j = 0; j < kJ; ++j)
-#pragma unroll
-        for (int i = 0; i < kW / 2; ++i) part[u][j][i] = 0.0f;
+    zero(part);
     Operands op;
     const u32 desc0 = sw128_desc_lo(smem_addr(ring.x_tile(0)));
     int s = next_stage(ring, cur, true);
@@ -328,6 +319,16 @@ struct AtomSm90Fp8 {
           default: promote<N, 3>(acc[u], sum, now, u); break;
         }
       }
+  }
+
+  template <int T, int kJ, int kP>
+  __device__ static void zero(float (&part)[T][kJ][kP]) {
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+#pragma unroll
+      for (int j = 0; j < kJ; ++j)
+#pragma unroll
+        for (int i = 0; i < kP; ++i) part[u][j][i] = 0.0f;
   }
 
   // The E4M3 placement of K32 blocks h kJ .. h kJ + kJ - 1 of a step's weight words.

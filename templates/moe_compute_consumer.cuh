@@ -83,7 +83,7 @@ __device__ void ComputeRole<Config>::segment(const ComputeParams& p, const Ring&
     static_assert(N == 8, "paired rows run 8-column token tiles");
     if (sg.phase != 0)
       Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
-    else if (kPaired == contract::kPairedShort && warp_uniform(sg.rows) > contract::kPairedRows)
+    else if (kPaired == contract::kPairedShort && warp_uniform(sg.rows) > contract::kPairedRows)  // !paired_segment
       Atom::template mainloop_split<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
     else
       Atom::template mainloop_paired<kT>(acc, ring, cur, sg.k1 - sg.k0);
