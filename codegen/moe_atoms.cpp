@@ -26,11 +26,13 @@ const std::vector<AtomTraits>& all_atoms() {
       // warps hide the K-loop's latency that eight left exposed (its loops alone: +11-29% over two
       // warpgroups, bench/results/2026-12-03-h200-kloop-probe.md). Fourteen warps leave 128 registers a
       // thread (four warps on some SM sub-partition's 16K registers).
-      // At B <= 4 a 5-stage ring runs 1-2.5 points of the floor faster than the 10 stages that fit (H200,
-      // bench/results/2026-12-02/s4-stages-sweep.log); at B = 8 a 4-stage ring beats the 7 that fit beside
-      // three warpgroups in 10 of 12 A/B pairs over two leases, +1.3 points on average; at B = 4 it does not,
-      // and at B = 16 the pairs split 5 to 3 within the spread (GLM5.2 and DSV4.1-Flash,
-      // bench/results/2026-12-04-h200-flips-and-ring.md).
+      // At B <= 8 a 4-stage ring: it beat the 7 that fit beside three warpgroups at B = 8 in 10 of 12 A/B pairs
+      // over two leases (+1.3 points), and at B = 16 the pairs split 5 to 3 within the spread
+      // (bench/results/2026-12-04-h200-flips-and-ring.md). At B = 2-6 it was 5 stages (1-2.5 points over the 10
+      // that fit, 2026-12-02/s4-stages-sweep.log) until GEMM1 paired its rows; on paired rows, three rounds of
+      // B = 2-6 on both models, 4 stages ran level (GLM5.2 B = 3) or faster, medians +0.1 to +1.5 points at
+      // B = 2-4 (bench/results/2026-12-04-h200-four-stage-ring.md). At B = 16 and 32, 5 stages against the 7
+      // that fit: both rounds faster or level on both models (means +0.3 to +2.7 points; same file).
       // The unit schedule at B = 1: +6.6 to +8.3 points over stream (GLM5.2 58.4-60.1% against 51.8,
       // DSV4.1-Flash 48.6-49.1% against 41.5); from B = 2 its two warpgroups' K-loop is the limit and stream
       // wins (bench/results/2026-12-03-h200-unit-schedule.md). On three warpgroups that own every third step
@@ -39,7 +41,10 @@ const std::vector<AtomTraits>& all_atoms() {
       // B = 2-3 stream stays ahead or level; their GEMM1 on paired rows adds 2.4-2.7 more
       // (bench/results/2026-12-04-h200-step-owners.md). PDL between the roles up to B = 2: +0.9 to +1.9 points
       // at B = 1, +0.4 to +1.6 at B = 2, within the runs' spread from B = 4 (three rounds, H200,
-      // bench/results/2026-12-03-h200-prologue-and-loops.md).
+      // bench/results/2026-12-03-h200-prologue-and-loops.md). With paired rows and the 4-stage stream ring,
+      // B = 2 on two unit warpgroups at 5 stages ran 73.8 / 76.2% for GLM5.2 (16 experts: 256 units, a balance of
+      // 0.97) against stream's 71.5 / 71.6 and the step owners' 73.2 / 73.2; DSV4.1-Flash's 12 experts (0.82)
+      // stay on stream, which ran 2-4 points ahead of units there (bench/results/2026-12-04-h200-four-stage-ring.md).
       {Arch::sm_90a,
        ComputePath::fast,
        Recipe::w4a8_mx,
@@ -53,11 +58,14 @@ const std::vector<AtomTraits>& all_atoms() {
        6,
        1,
        16,
-       {{4, 5}, {8, 4}},
+       {{8, 4}, {32, 5}},
        1,
        2,
        3,
-       8},
+       8,
+       5,
+       2,
+       0.9},
       // Three CTAs of one warpgroup: the BF16 mma.sync loop is issue-bound and more warps hide its latency;
       // 96 registers a thread hold a 16-column tile (32 spills).
       {Arch::sm_90a,

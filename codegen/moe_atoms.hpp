@@ -65,6 +65,15 @@ struct AtomTraits {
   // flight need more; 0: as the small-batch rings). Measured.
   int unit_groups = 2;
   int owner_stages = 0;
+  // The ring depth of the unit schedule on two warpgroups (a pair of tiles each; 0: as the small-batch rings).
+  // Measured.
+  int pair_stages = 0;
+  // Above unit_max_batch and up to this B, the unit schedule (on two warpgroups) is planned where the expected
+  // unit balance, the units of the expected active experts over the grid's rounds of them
+  // (expected_unit_balance), is at least unit_min_balance: whole units leave a CTA idle for a round the stream
+  // schedule would split. Measured.
+  int unit_balanced_max_batch = 0;
+  double unit_min_balance = 1.0;
 };
 
 // The atom for (target, path, recipe); nullptr when the target has no such path.

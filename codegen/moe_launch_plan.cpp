@@ -235,14 +235,26 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
       note(fmt::format("stages = {}: the {} atom's measured depth for the unit schedule's step owners", stages,
                        atom->name));
     }
+    const bool pairs = p.schedule == Schedule::units && !owners;
+    if (pairs && atom->pair_stages && stages > atom->pair_stages) {
+      stages = atom->pair_stages;
+      note(fmt::format("stages = {}: the {} atom's measured depth for the unit schedule on two warpgroups", stages,
+                       atom->name));
+    }
     for (const AtomTraits::SmallBatchRing& cap : atom->small_batch_rings) {
-      if (owners || batch > cap.max_batch) continue;
+      if (owners || (pairs && atom->pair_stages) || batch > cap.max_batch) continue;
       if (stages > cap.stages) {
         stages = cap.stages;
         note(fmt::format("stages = {}: the {} atom's measured depth for B <= {}", stages, atom->name, cap.max_batch));
       }
       break;
     }
+  } else if (contract::step_owners(p.groups, p.tiles) && stages < 4) {
+    // (Checked before the SMEM: such a ring fits, and "does not fit" would send the user the wrong way.)
+    throw ConfigError("stages", fmt::format("stages = {} is invalid for the unit schedule's step owners (B = {} on {} "
+                                            "consumer warpgroups): an owner holds a stage for a whole K128 step and "
+                                            "waits for its next one, so the ring needs at least 4 (allowed: 4-{})",
+                                            stages, batch, p.groups, k_max_stages));
   } else if (!fits(ctas, stages)) {
     throw PlanError(fmt::format("{} B={} on {}: {} stages ({} B each CTA) do not fit {} CTA(s) per SM", config.name,
                                 batch, device.name, stages, smem_for(ctas, stages), ctas));

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "codegen/planner.hpp"
 #include "templates/moe_contract.cuh"
 
@@ -13,6 +15,13 @@ namespace {
 // The narrowest token tile (wgmma N = 8) covers every segment up to this B on one GPU (plan_paired_rows).
 constexpr int k_paired_max_batch = 8;
 }  // namespace
+
+double expected_unit_balance(const MoeConfig& config, int batch, int grid) {
+  const double e = config.local_experts(), k = config.top_k;
+  const double active = e * (1.0 - std::pow(1.0 - k / e, batch)) + (config.shared_expert ? 1 : 0);
+  const double units = active * (padded_intermediate(config) / 128);
+  return units / (grid * std::ceil(units / grid));
+}
 
 // The compute role's schedule; units runs items of kUnitTiles tiles on two consumer warpgroups (a pair each) or
 // three (step owners, contract::step_owners).
@@ -41,8 +50,10 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
   }
   // Planned only where nothing set asks for what it does not run (one warpgroup, a decoder warp).
   const bool groups_run = options.consumer_groups == 0 || options.consumer_groups == 2 || options.consumer_groups == 3;
-  const bool planned =
-      !options.schedule && runs && fits && batch <= atom.unit_max_batch && groups_run && !options.decoded_scales;
+  const double balance = expected_unit_balance(config, batch, device.sm_count);
+  const bool balanced = batch <= atom.unit_balanced_max_batch && balance >= atom.unit_min_balance;
+  const bool planned = !options.schedule && runs && fits && (batch <= atom.unit_max_batch || balanced) && groups_run &&
+                       !options.decoded_scales;
   if (options.schedule != Schedule::units && !planned) {
     note(fmt::format("schedule stream: each phase's K128 steps split evenly over the CTAs{}",
                      options.schedule ? " (set by the options)" : ""));
@@ -54,10 +65,11 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                                                      "steps over 3 (allowed: 2, 3; 0 as planned)",
                                                      options.consumer_groups, contract::kUnitTiles));
   p.schedule = Schedule::units;
-  // Step owners run GEMM1 on paired rows (plan_paired_rows): elsewhere, the pairs of two warpgroups.
-  p.groups = options.consumer_groups                           ? options.consumer_groups
-             : p.paired_rows && batch <= contract::kPairedRows ? atom.unit_groups
-                                                               : 2;
+  // Step owners (B <= unit_max_batch) run GEMM1 on paired rows (plan_paired_rows); above, the pairs of two
+  // warpgroups, which ran faster at B = 2 (the atom's measurements).
+  p.groups = options.consumer_groups                         ? options.consumer_groups
+             : p.paired_rows && batch <= atom.unit_max_batch ? atom.unit_groups
+                                                             : 2;
   if (contract::step_owners(p.groups, contract::kUnitTiles)) {
     // A step owner holds two passes' sums: at 128 registers they fit beside 8-column tiles only (an expert with
     // more routes runs more token tiles; at the planned B = 1 it has one).
@@ -81,8 +93,11 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
   note(fmt::format(
       "schedule units ({}): {} units per active expert (128 intermediate columns each: the GEMM1 rows and the GEMM2 "
       "K block they feed), whole, on {} consumer warpgroups{}; finalize adds the partial rows",
-      planned ? fmt::format("B <= {}, the {} atom's measured range", atom.unit_max_batch, atom.name)
-              : std::string("set by the options"),
+      !planned ? std::string("set by the options")
+      : batch <= atom.unit_max_batch
+          ? fmt::format("B <= {}, the {} atom's measured range", atom.unit_max_batch, atom.name)
+          : fmt::format("B <= {} with an expected balance of {:.2f} >= {} over {} CTAs, the {} atom's measured rule",
+                        atom.unit_balanced_max_batch, balance, atom.unit_min_balance, device.sm_count, atom.name),
       padded_intermediate(config) / 128, p.groups,
       contract::step_owners(p.groups, contract::kUnitTiles)
           ? " (step owners: warpgroup w runs steps k = w mod 3 over all 4 tiles; GEMM1's sums meet in shared memory)"

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "codegen/moe_kernels.hpp"
+#include "codegen/plan_schedule.hpp"
 #include "codegen/planner.hpp"
 #include "jit/kernel_builder.hpp"
 #include "runtime/moe_layer.hpp"
@@ -172,25 +173,33 @@ TEST_CASE("the routing prologue's tables fit 2048 experts at tile_n 8 on both sm
 }
 
 TEST_CASE(
-    "the fast atom's ring is 5 stages deep up to B = 4 (8 for B = 1's step owners), 4 up to B = 8, as deep as SMEM "
-    "allows above, unless set") {
+    "the fast atom's ring is 4 stages deep up to B = 8 (8 for B = 1's step owners, 5 for the unit schedule's pairs), "
+    "5 up to B = 32, as deep as SMEM allows above, unless set") {
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
     CAPTURE(std::string(model));
     const codegen::MoeConfig c = codegen::builtin_model(model);
     codegen::MoeCodegenOptions o;
     o.path = codegen::ComputePath::fast;
-    const int deep = codegen::plan_launch(c, 9, h200, o).stages;
+    const int deep = codegen::plan_launch(c, 33, h200, o).stages;
     CHECK(deep > 5);
     CHECK(codegen::plan_launch(c, 1, h200, o).stages == 8);  // the unit schedule's step owners
-    for (int b : {2, 4}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 5);
-    o.consumer_groups = 2;  // the unit schedule on two warpgroups: the small-batch ring
+    o.consumer_groups = 2;  // the unit schedule on two warpgroups: its own measured depth
     CHECK(codegen::plan_launch(c, 1, h200, o).stages == 5);
     o.consumer_groups = 0;
-    for (int b : {5, 8}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 4);
-    for (int b : {16, 32}) CHECK(codegen::plan_launch(c, b, h200, o).stages == deep);
+    for (int b : {2, 3, 4, 5, 8}) {
+      const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, o);
+      CHECK(plan.stages == (plan.schedule == codegen::Schedule::units ? 5 : 4));  // (GLM5.2 B = 2 plans units)
+    }
+    for (int b : {9, 16, 32}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 5);
+    for (int b : {33, 64, 256}) CHECK(codegen::plan_launch(c, b, h200, o).stages == deep);
     o.stages = 6;
     CHECK(codegen::plan_launch(c, 1, h200, o).stages == 6);  // the options win
+    o.stages = 3;  // fits the SMEM, but a step owner holds a stage a whole step: named as the owners' minimum
+    CHECK_THROWS_WITH_AS(codegen::plan_launch(c, 1, h200, o),
+                         doctest::Contains("stages = 3 is invalid for the unit schedule's step owners"),
+                         codegen::ConfigError);
+    CHECK(codegen::plan_launch(c, 2, h200, o).stages == 3);
     o.stages = 0;
     o.path = codegen::ComputePath::exact;  // measured for the fast atom only
     CHECK(codegen::plan_launch(c, 1, h200, o).stages == codegen::plan_launch(c, 8, h200, o).stages);
@@ -214,7 +223,7 @@ TEST_CASE(
       for (int b = 1; b <= contract::kUnitTokens; ++b) {
         const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, o);
         CHECK(plan.schedule == codegen::Schedule::units);
-        CHECK(plan.groups == 3);  // the atom's unit_groups
+        CHECK(plan.groups == (b == 1 ? 3 : 2));  // the atom's unit_groups up to its unit_max_batch, then pairs
         CHECK(plan.tiles == contract::kUnitTiles);
         CHECK(plan.finalize.grid == b * ((c.hidden + 127) / 128));
         CHECK(plan.finalize.threads == 32 * (c.top_k + (shared ? 1 : 0)));
@@ -269,7 +278,21 @@ TEST_CASE(
   CHECK(codegen::plan_launch(glm, 1, h200).schedule == codegen::Schedule::units);
   CHECK(codegen::plan_launch(codegen::builtin_model("dsv4.1-flash", true), 1, h200).schedule ==
         codegen::Schedule::units);
-  CHECK(codegen::plan_launch(glm, 2, h200).schedule == codegen::Schedule::stream);
+  // At B = 2 where whole units balance the grid (the expected active experts' units over its rounds): GLM5.2's
+  // 16 experts x 16 units fill two rounds of 132 CTAs to 0.95, on two warpgroups; DSV4.1-Flash's 11.9 x 18 to
+  // 0.81, and the shared expert makes GLM5.2's 17 x 16 three rounds (0.69).
+  CHECK(codegen::expected_unit_balance(glm, 2, 132) == doctest::Approx(15.75 * 16 / 264).epsilon(1e-3));
+  CHECK(codegen::expected_unit_balance(codegen::builtin_model("dsv4.1-flash"), 2, 132) ==
+        doctest::Approx(11.906 * 18 / 264).epsilon(1e-3));
+  CHECK(codegen::expected_unit_balance(codegen::builtin_model("glm5.2", true), 2, 132) ==
+        doctest::Approx(16.75 * 16 / 396).epsilon(1e-3));
+  const codegen::MoeLaunchPlan glm2 = codegen::plan_launch(glm, 2, h200);
+  CHECK(glm2.schedule == codegen::Schedule::units);
+  CHECK(glm2.groups == 2);
+  CHECK(glm2.stages == 5);
+  CHECK(codegen::plan_launch(codegen::builtin_model("dsv4.1-flash"), 2, h200).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(codegen::builtin_model("glm5.2", true), 2, h200).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 3, h200).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 1, h200, {.path = codegen::ComputePath::exact}).schedule ==
         codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 1, h200, {.consumer_groups = 1}).schedule == codegen::Schedule::stream);
@@ -277,14 +300,15 @@ TEST_CASE(
   CHECK(codegen::plan_launch(glm, 1, h200, {.decoded_scales = true}).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 1, h200, {.schedule = codegen::Schedule::stream}).schedule ==
         codegen::Schedule::stream);
-  // Step owners pair at most contract::kPairedRows token rows: above, a forced unit schedule runs two warpgroups,
-  // and asking for three is refused.
+  // Step owners are planned at B = 1 (the atom's unit_max_batch); a forced unit schedule runs two warpgroups
+  // above, and asking for three where they cannot pair every segment (B > contract::kPairedRows) is refused.
   const codegen::MoeConfig small = codegen::builtin_model("gpt-oss-20b");
   const int above = contract::kPairedRows + 1;
   REQUIRE(codegen::plan_launch(small, above, h200, {.schedule = codegen::Schedule::units}).schedule ==
           codegen::Schedule::units);
   CHECK(codegen::plan_launch(small, above, h200, {.schedule = codegen::Schedule::units}).groups == 2);
-  CHECK(codegen::plan_launch(small, contract::kPairedRows, h200, {.schedule = codegen::Schedule::units}).groups == 3);
+  CHECK(codegen::plan_launch(small, contract::kPairedRows, h200, {.schedule = codegen::Schedule::units}).groups == 2);
+  CHECK(codegen::plan_launch(small, 1, h200, {.schedule = codegen::Schedule::units}).groups == 3);
   CHECK_THROWS_WITH_AS(
       codegen::plan_launch(small, above, h200, {.consumer_groups = 3, .schedule = codegen::Schedule::units}),
       "consumer_groups = 3 is invalid with schedule = units at B = 5: the step owners pair at most 4 token rows "
@@ -337,8 +361,8 @@ TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPai
                                                                              : b <= 8 ? contract::kPairedShort
                                                                                       : contract::kPairedNone));
         CHECK((plan.tile_n == 8) == (b <= 8));
-        // The step owners run on paired rows only, and are planned wherever the unit schedule is.
-        if (plan.schedule == codegen::Schedule::units) CHECK(plan.groups == (b <= contract::kPairedRows ? 3 : 2));
+        // The step owners run on paired rows only, and are planned where the unit schedule is at B = 1.
+        if (plan.schedule == codegen::Schedule::units) CHECK(plan.groups == (b == 1 ? 3 : 2));
       }
       // A wider token tile asked for keeps the rows apart (the 16-column split), on two warpgroups at B = 1.
       const codegen::MoeLaunchPlan wide = codegen::plan_launch(c, 1, h200, {.tile_n = 16});
@@ -367,7 +391,7 @@ TEST_CASE("a step of at most 32 routes gets its routing tables from one warp in 
   };
   CHECK(codegen::plan_launch(glm, 1, h200).schedule == codegen::Schedule::units);
   CHECK(warp_tables(1));
-  CHECK_FALSE(warp_tables(2));
+  CHECK_FALSE(warp_tables(3));
 }
 
 TEST_CASE("PDL between the roles is planned up to B = 2 on the fast atom of one GPU, and off elsewhere") {
