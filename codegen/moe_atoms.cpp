@@ -39,9 +39,11 @@ const std::vector<AtomTraits>& all_atoms() {
       // (contract::step_owners) with an 8-stage ring, B = 1 gains another 1.5 (GLM5.2) and 0.3-0.5
       // (DSV4.1-Flash) points over two warpgroups at 5; 5 and 10 stages ran no faster than two warpgroups; at
       // B = 2-3 stream stays ahead or level; their GEMM1 on paired rows adds 2.4-2.7 more
-      // (bench/results/2026-12-04-h200-step-owners.md). PDL between the roles up to B = 2: +0.9 to +1.9 points
-      // at B = 1, +0.4 to +1.6 at B = 2, within the runs' spread from B = 4 (three rounds, H200,
-      // bench/results/2026-12-03-h200-prologue-and-loops.md). With paired rows and the 4-stage stream ring,
+      // (bench/results/2026-12-04-h200-step-owners.md). PDL between the roles up to B = 4: +0.9 to +1.9 points
+      // at B = 1, +0.4 to +1.6 at B = 2, within the runs' spread at B = 4 (three rounds, H200,
+      // bench/results/2026-12-03-h200-prologue-and-loops.md); on the 4-stage ring, two rounds at B = 3-4 ran
+      // faster with it on both models, means +0.5 to +1.5 points (bench/results/2026-12-04-h200-four-stage-ring.md).
+      // With paired rows and the 4-stage stream ring,
       // B = 2 on two unit warpgroups at 5 stages ran 73.8 / 76.2% for GLM5.2 (16 experts: 256 units, a balance of
       // 0.97) against stream's 71.5 / 71.6 and the step owners' 73.2 / 73.2; DSV4.1-Flash's 12 experts (0.82)
       // stay on stream, which ran 2-4 points ahead of units there (bench/results/2026-12-04-h200-four-stage-ring.md).
@@ -60,7 +62,7 @@ const std::vector<AtomTraits>& all_atoms() {
        16,
        {{8, 4}, {32, 5}},
        1,
-       2,
+       4,
        3,
        8,
        5,

@@ -101,7 +101,7 @@ class Plans(unittest.TestCase):
         self.assertEqual(p["schedule"], "stream")
         self.assertEqual(moejit.plan("glm5.2", 1)["schedule"], "units")  # planned at B = 1 (the H200's fast path)
         self.assertEqual(moejit.plan("glm5.2", 1, schedule="stream")["schedule"], "stream")
-        self.assertTrue(moejit.plan("glm5.2", 2)["pdl"])  # PDL between the roles, planned up to B = 2
+        self.assertTrue(moejit.plan("glm5.2", 2)["pdl"])  # PDL between the roles, planned up to B = 4
         self.assertFalse(p["pdl"])
         self.assertFalse(moejit.plan("glm5.2", 1, pdl=False)["pdl"])  # the option is what launches
         self.assertTrue(moejit.plan("glm5.2", 1, pdl=None)["pdl"])  # None: as planned

@@ -64,7 +64,7 @@ TEST_CASE("public API: plan on a built-in device, no GPU") {
   moejit::LayerOptions fast;
   fast.path = "fast";
   CHECK(moejit::plan(moejit::builtin_config("glm5.2"), 8, "h200", fast).path == "fast");
-  // PDL between the roles: planned up to B = 2; the option is what the plan reports (and what launches).
+  // PDL between the roles: planned up to B = 4; the option is what the plan reports (and what launches).
   CHECK(moejit::plan(moejit::builtin_config("glm5.2"), 1, "h200").pdl);
   moejit::LayerOptions no_pdl;
   no_pdl.pdl = false;

@@ -142,7 +142,7 @@ TEST_CASE("api: the public plan is the launch plan, field by field") {
             .schedule == "units");  // planned at B = 1
   CHECK_FALSE(q.pdl);
   CHECK(api::to_public(codegen::plan_launch(codegen::builtin_model("glm5.2"), 2, codegen::builtin_profile("h200"), {}))
-            .pdl);  // planned up to B = 2
+            .pdl);  // planned up to B = 4
   CHECK(q.ep_mode == "none");
   const codegen::MoeLaunchPlan ep = codegen::plan_launch(codegen::MoeConfig{[] {
                                                            codegen::MoeConfig c = codegen::builtin_model("glm5.2");
