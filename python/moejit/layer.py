@@ -78,7 +78,7 @@ class MoeLayer:
     layer packs them into its own layout on construction and keeps no
     reference to them. Options: ``path`` ("fast", the default, or "exact"), ``input_bf16``,
     ``tile_n``, ``stages``, ``ctas_per_sm``, ``schedule`` ("stream" or "units"; default: planned), ``device``,
-    ``check_routes_on_host``, ``pdl`` (PDL between the roles; default: planned, on up to B = 2 on the H200's
+    ``check_routes_on_host``, ``pdl`` (PDL between the roles; default: planned, on up to B = 4 on the H200's
     fast path), ``use_graphs``.
     """
 
