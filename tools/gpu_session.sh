@@ -18,7 +18,8 @@
 #   tests-par  the whole GPU matrix in one call: GPU_TEST_SHARDS (default 4) moejit_gpu_tests processes at
 #             once, each on every Nth case, so their kernels compile on several cores (the processes' grids
 #             share the GPU by time slices: a persistent grid never shares SMs with another's); then the
-#             cases on SM partitions, alone (GPU_TEST_PARTITIONS=0 leaves them out: they run the stream
+#             case that reads the driver's free device memory, alone (the other processes move it), then
+#             the cases on SM partitions, alone (GPU_TEST_PARTITIONS=0 leaves them out: they run the stream
 #             schedule on two warpgroups, and a call's 10 minutes may not hold them with the rest)
 #   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
 #   ep        expert parallelism on R = 2 and 4 partitions: its GPU tests, then moejit_bench_ep
@@ -81,28 +82,32 @@ for step in "${steps[@]}"; do
     tests-par)
       # The cases' names (a comma in a name becomes doctest's one-character wildcard), dealt out round-robin;
       # the cases on SM partitions (expert parallelism, green contexts) wait on other grids with time limits,
-      # so they run alone afterwards.
+      # so they run alone afterwards; a case that reads the driver's free device memory runs after the shards
+      # too (solo), since the other shards' processes move it (bench/results/2026-12-04-h200-four-stage-ring.md).
       shards=${GPU_TEST_SHARDS:-4}
       mapfile -t names < <(moejit_gpu_tests -ltc | sed '/^\[doctest\]/d;/^=*$/d')
-      filters=() alone="" covered=0 k=0
+      filters=() alone="" solo="" covered=0 k=0
       for name in "${names[@]}"; do
         case $name in
           "expert parallelism"* | "SM partitions"* | "two layers planned"*) alone+="${name//,/?}," ;;
+          "a layer over weights packed on the host"*) solo+="${name//,/?}," ;;
           *) filters[k % shards]+="${name//,/?}," && k=$((k + 1)) ;;
         esac
       done
-      for f in "${filters[@]}" "$alone"; do
+      for f in "${filters[@]}" "$alone" "$solo"; do
+        [ -n "$f" ] || continue  # (an empty -tc would count every case)
         covered=$((covered + $(moejit_gpu_tests --count -tc="${f%,}" | sed -n 's/.*filters: \([0-9]*\)$/\1/p')))
       done
       if [ "$covered" -eq "${#names[@]}" ]; then
-        echo "tests-par: $shards shards and the partition cases cover all ${#names[@]} test cases"
+        echo "tests-par: $shards shards, the solo and the partition cases cover all ${#names[@]} test cases"
       else
-        echo "tests-par: FAILED: $shards shards and the partition cases cover $covered of ${#names[@]} test cases"
+        echo "tests-par: FAILED: $shards shards, the solo and the partition cases cover $covered of ${#names[@]} test cases"
       fi | tee -a "$OUT/summary.txt"
       for ((i = 0; i < ${#filters[@]}; i++)); do
         run "gpu-tests-shard$((i + 1)).log" moejit_gpu_tests --duration=true -tc="${filters[i]%,}" &
       done
       wait
+      [ -n "$solo" ] && run gpu-tests-solo.log moejit_gpu_tests --duration=true -tc="${solo%,}"
       if [ "${GPU_TEST_PARTITIONS:-1}" != 0 ]; then
         run gpu-tests-partitions-alone.log moejit_gpu_tests --duration=true -tc="${alone%,}"
       else
@@ -110,7 +115,8 @@ for step in "${steps[@]}"; do
       fi
       # A call returns a limited number of files (a shard's log was once left out): the failed checks also go to
       # stdout, which always comes back.
-      grep -h -B3 -A8 -E "ERROR:|FATAL ERROR" "$LOGS"/gpu-tests-shard*.log "$LOGS"/gpu-tests-partitions-alone.log |
+      grep -h -B3 -A8 -E "ERROR:|FATAL ERROR" "$LOGS"/gpu-tests-shard*.log "$LOGS"/gpu-tests-solo.log \
+        "$LOGS"/gpu-tests-partitions-alone.log 2>/dev/null |
         head -120
       ;;
     memcheck)
