@@ -43,10 +43,10 @@ const std::vector<AtomTraits>& all_atoms() {
       // at B = 1, +0.4 to +1.6 at B = 2, within the runs' spread at B = 4 (three rounds, H200,
       // bench/results/2026-12-03-h200-prologue-and-loops.md); on the 4-stage ring, two rounds at B = 3-4 ran
       // faster with it on both models, means +0.5 to +1.5 points (bench/results/2026-12-04-h200-four-stage-ring.md).
-      // With paired rows and the 4-stage stream ring,
-      // B = 2 on two unit warpgroups at 5 stages ran 73.8 / 76.2% for GLM5.2 (16 experts: 256 units, a balance of
-      // 0.97) against stream's 71.5 / 71.6 and the step owners' 73.2 / 73.2; DSV4.1-Flash's 12 experts (0.82)
-      // stay on stream, which ran 2-4 points ahead of units there (bench/results/2026-12-04-h200-four-stage-ring.md).
+      // With paired rows and the 4-stage stream ring, B = 2 on two unit warpgroups at 5 stages ran 73.8 / 76.2% for
+      // GLM5.2 (16 experts: 256 units, 0.97 of two rounds of 132 CTAs; 0.95 expected) against stream's 71.5 / 71.6
+      // and the step owners' 73.2 / 73.2; DSV4.1-Flash's 12 experts (0.82) stay on stream, which ran 2-4 points
+      // ahead of units there (same file).
       {Arch::sm_90a,
        ComputePath::fast,
        Recipe::w4a8_mx,

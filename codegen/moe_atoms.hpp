@@ -53,16 +53,17 @@ struct AtomTraits {
     int stages = 0;
   };
   std::vector<SmallBatchRing> small_batch_rings = {};
-  // Up to this B the planner picks the unit schedule (Schedule::units) for a single-GPU layer whose partial rows
-  // fit the workspace; 0: never. Measured; only the sm90-fp8-wgmma atom runs it.
+  // Up to this B the planner picks the unit schedule (Schedule::units) on unit_groups warpgroups for a single-GPU
+  // layer whose partial rows fit the workspace (above it, see unit_balanced_max_batch); 0: never. Measured; only
+  // the sm90-fp8-wgmma atom runs it.
   int unit_max_batch = 0;
   // Up to this B the runtime launches the roles with programmatic dependent launch (MoeLaunchPlan::pdl) on one
   // GPU: the compute role's routing prologue and first weight copies then run while the dispatch role does. 0:
   // never. Measured per atom.
   int pdl_max_batch = 0;
-  // The unit schedule's consumer warpgroups: 2 (a pair of its 4-tile items each) or 3 (step owners,
-  // contract::step_owners), and the step owners' ring depth (they hold three stages at once, so the copies in
-  // flight need more; 0: as the small-batch rings). Measured.
+  // The unit schedule's consumer warpgroups up to unit_max_batch: 2 (a pair of its 4-tile items each) or 3
+  // (step owners, contract::step_owners; two above it), and the step owners' ring depth (they hold three stages at
+  // once, so the copies in flight need more; 0: as the small-batch rings). Measured.
   int unit_groups = 2;
   int owner_stages = 0;
   // The ring depth of the unit schedule on two warpgroups (a pair of tiles each; 0: as the small-batch rings).

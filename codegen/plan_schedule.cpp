@@ -55,8 +55,14 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
   const bool planned = !options.schedule && runs && fits && (batch <= atom.unit_max_batch || balanced) && groups_run &&
                        !options.decoded_scales;
   if (options.schedule != Schedule::units && !planned) {
+    // Where the unit schedule lost on its balance alone, say so.
+    const bool weighed = !options.schedule && runs && fits && batch > atom.unit_max_batch &&
+                         batch <= atom.unit_balanced_max_batch && !balanced;
     note(fmt::format("schedule stream: each phase's K128 steps split evenly over the CTAs{}",
-                     options.schedule ? " (set by the options)" : ""));
+                     options.schedule ? std::string(" (set by the options)")
+                     : weighed ? fmt::format(" (the unit schedule's expected balance over {} CTAs is {:.2f} < {})",
+                                             device.sm_count, balance, atom.unit_min_balance)
+                               : std::string()));
     return;
   }
   if (!groups_run)

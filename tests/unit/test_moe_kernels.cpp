@@ -290,7 +290,11 @@ TEST_CASE(
   CHECK(glm2.schedule == codegen::Schedule::units);
   CHECK(glm2.groups == 2);
   CHECK(glm2.stages == 5);
-  CHECK(codegen::plan_launch(codegen::builtin_model("dsv4.1-flash"), 2, h200).schedule == codegen::Schedule::stream);
+  const codegen::MoeLaunchPlan dsv2 = codegen::plan_launch(codegen::builtin_model("dsv4.1-flash"), 2, h200);
+  CHECK(dsv2.schedule == codegen::Schedule::stream);
+  CHECK(std::count(dsv2.notes.begin(), dsv2.notes.end(),
+                   "schedule stream: each phase's K128 steps split evenly over the CTAs (the unit schedule's "
+                   "expected balance over 132 CTAs is 0.81 < 0.9)") == 1);
   CHECK(codegen::plan_launch(codegen::builtin_model("glm5.2", true), 2, h200).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 3, h200).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 1, h200, {.path = codegen::ComputePath::exact}).schedule ==
