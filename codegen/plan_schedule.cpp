@@ -50,19 +50,20 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
   }
   // Planned only where nothing set asks for what it does not run (one warpgroup, a decoder warp).
   const bool groups_run = options.consumer_groups == 0 || options.consumer_groups == 2 || options.consumer_groups == 3;
+  const bool open = !options.schedule && runs && fits;  // the planner may choose the unit schedule
+  // Above unit_max_batch, up to unit_balanced_max_batch, the unit schedule is weighed by its balance.
+  const bool weighed = open && batch > atom.unit_max_batch && batch <= atom.unit_balanced_max_batch;
   const double balance = expected_unit_balance(config, batch, device.sm_count);
-  const bool balanced = batch <= atom.unit_balanced_max_batch && balance >= atom.unit_min_balance;
-  const bool planned = !options.schedule && runs && fits && (batch <= atom.unit_max_batch || balanced) && groups_run &&
-                       !options.decoded_scales;
+  const bool balanced = weighed && balance >= atom.unit_min_balance;
+  const bool planned = open && (batch <= atom.unit_max_batch || balanced) && groups_run && !options.decoded_scales;
   if (options.schedule != Schedule::units && !planned) {
-    // Where the unit schedule lost on its balance alone, say so.
-    const bool weighed = !options.schedule && runs && fits && batch > atom.unit_max_batch &&
-                         batch <= atom.unit_balanced_max_batch && !balanced;
+    // Where the unit schedule lost on its balance, say so.
     note(fmt::format("schedule stream: each phase's K128 steps split evenly over the CTAs{}",
                      options.schedule ? std::string(" (set by the options)")
-                     : weighed ? fmt::format(" (the unit schedule's expected balance over {} CTAs is {:.2f} < {})",
-                                             device.sm_count, balance, atom.unit_min_balance)
-                               : std::string()));
+                     : weighed && !balanced
+                         ? fmt::format(" (the unit schedule's expected balance over {} CTAs is {:.2f} < {})",
+                                       device.sm_count, balance, atom.unit_min_balance)
+                         : std::string()));
     return;
   }
   if (!groups_run)
