@@ -145,6 +145,81 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
   if (sum == 1.2345f) sink[blockIdx.x * blockDim.x + threadIdx.x] = sum;  // keeps the loop live
 }
 
+// The unit schedule's step owners at B = 1 (AtomSm90Fp8::kloop_owned): three consumer warpgroups, each stage
+// one K128 step of the unit's four tiles, warpgroup w on steps k = w mod 3 (two passes of two tiles); every
+// consumer warp releases every stage. 8 stages and 128 registers, as the layer plans them. GEMM1 on paired
+// split rows, or GEMM2's one-step items (each step's sums taken and zeroed, as item_done does).
+constexpr int kOwnerStages = 8, kOwnerThreads = 3 * 128 + 32;
+using OwnerRing = StageRing<contract::kPathSm90Fp8, 4, 8, kOwnerStages>;
+constexpr int kOwnerBars =
+    (kOwnerStages * (OwnerRing::kXStageBytes + OwnerRing::kWBytes + 8 * contract::kScaleRecordBytes) + 7) / 8 * 8;
+constexpr int kOwnerBytes = kOwnerBars + 3 * kOwnerStages * 8 + 1024;
+
+template <bool kGemm2, int kJ>
+__global__ void __maxnreg__(128) probe_owned(int steps, float* sink) {
+  using Ring = OwnerRing;
+  using Atom = AtomSm90Fp8<false>;
+  extern __shared__ u8 raw[];
+  u8* smem = reinterpret_cast<u8*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  Ring ring{};
+  ring.x = smem;
+  ring.w = smem + kOwnerStages * Ring::kXStageBytes;
+  ring.xs = reinterpret_cast<u32*>(ring.w + kOwnerStages * Ring::kWBytes);
+  ring.full_w = reinterpret_cast<u64*>(smem + kOwnerBars);
+  ring.full_x = ring.full_w + kOwnerStages;
+  ring.empty = ring.full_x + kOwnerStages;
+  for (int i = threadIdx.x; i < kOwnerStages * Ring::kWBytes / 4; i += blockDim.x) {
+    const int in_step = (i * 4) % contract::kWeightStepBytes;
+    const u32 h = mix(i * 2654435761u + blockIdx.x);
+    reinterpret_cast<u32*>(ring.w)[i] = in_step < contract::kWeightPayloadBytes ? h : 0x76767676u + (h & 0x07070707u);
+  }
+  for (int i = threadIdx.x; i < kOwnerStages * Ring::kXStageBytes / 4; i += blockDim.x)
+    reinterpret_cast<u32*>(ring.x)[i] = mix(i + 77) & 0x77777777u;
+  for (int i = threadIdx.x; i < kOwnerStages * 8 * 4; i += blockDim.x)
+    reinterpret_cast<float*>(ring.xs)[i] = __int_as_float((124 + int(mix(i) % 7u)) << 23);
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kOwnerStages; ++s) {
+      mbar_init(&ring.full_w[s], 1);
+      mbar_init(&ring.full_x[s], 1);
+      mbar_init(&ring.empty[s], 3 * contract::kConsumerWarps);
+    }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  __syncthreads();
+  StageCursor<kOwnerStages> cur;
+  if (threadIdx.x >= 3 * 128) {
+    if (threadIdx.x != 3 * 128) return;
+    for (int k = 0; k < steps; ++k) {
+      mbar_wait(&ring.empty[cur.stage], cur.phase ^ 1u);
+      mbar_arrive(&ring.full_w[cur.stage]);
+      mbar_arrive(&ring.full_x[cur.stage]);
+      cur.advance();
+    }
+    return;
+  }
+  float acc[2][2][4] = {};
+  float taken = 0.0f;
+  const int owner = warp_uniform(threadIdx.x / 128);
+  auto take = [&](int, float(&a)[2][2][4]) {
+#pragma unroll
+    for (int p = 0; p < 2; ++p)
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) taken += a[p][u][i], a[p][u][i] = 0.0f;
+  };
+  if constexpr (kGemm2)
+    Atom::template kloop_owned<8, 2, false, kJ>(acc, ring, cur, steps, owner, take);
+  else
+    Atom::template kloop_owned<8, 2, true, kJ>(acc, ring, cur, steps, owner);
+#pragma unroll
+  for (int p = 0; p < 2; ++p)
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) taken += acc[p][u][i];
+  if (taken == 1.2345f) sink[blockIdx.x * blockDim.x + threadIdx.x] = taken;
+}
+
 struct Row {
   const char* loop;
   int k32_per_wait, n, g, t, regs;
@@ -186,6 +261,43 @@ Row run(int sms, double clock_ghz, float* sink) {
           G,
           T,
           kRegs ? kRegs : attr.numRegs,
+          weights / (sec * clock_ghz * 1e9) / sms,
+          bytes / sec * 1e-9,
+          int(attr.localSizeBytes)};
+}
+
+template <bool kGemm2, int kJ>
+Row run_owned(int sms, double clock_ghz, float* sink) {
+  auto kernel = probe_owned<kGemm2, kJ>;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kOwnerBytes));
+  cudaFuncAttributes attr{};
+  CHECK(cudaFuncGetAttributes(&attr, kernel));
+  const int steps = 1020;  // a multiple of the three owners
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int rep = 0; rep < 7; ++rep) {
+    CHECK(cudaEventRecord(a));
+    kernel<<<sms, kOwnerThreads, kOwnerBytes>>>(steps, sink);
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    CHECK(cudaGetLastError());
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    if (rep > 0) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double sec = ms[ms.size() / 2] * 1e-3;
+  const double weights = double(sms) * steps * 4 * 64 * 128;
+  const double bytes = double(sms) * steps * 4 * contract::kWeightStepBytes;
+  std::printf("# %s owners: %.3f us a 4-tile step\n", kGemm2 ? "gemm2" : "gemm1", sec * 1e6 / steps);
+  return {kGemm2 ? "gemm2-owned" : "gemm1-owned",
+          kJ,
+          8,
+          3,
+          4,
+          attr.numRegs,
           weights / (sec * clock_ghz * 1e9) / sms,
           bytes / sec * 1e-9,
           int(attr.localSizeBytes)};
@@ -243,6 +355,14 @@ int main(int argc, char** argv) {
   if (only < 0 || only == 25) print(run<3, 2, 16, true, 0>(sms, ghz, sink));
   if (only < 0 || only == 26) print(run<3, 2, 16, true, 0, false, 2>(sms, ghz, sink));
   if (only < 0 || only == 27) print(run<3, 2, 8, false, 0, false, 4>(sms, ghz, sink));
+
+  // The step owners (B = 1's unit schedule): GEMM1 paired rows, GEMM2 items, by K32 blocks a wait.
+  if (only < 0 || only == 28) print(run_owned<false, 2>(sms, ghz, sink));
+  if (only < 0 || only == 29) print(run_owned<true, 2>(sms, ghz, sink));
+  if (only < 0 || only == 30) print(run_owned<false, 4>(sms, ghz, sink));
+  if (only < 0 || only == 31) print(run_owned<true, 4>(sms, ghz, sink));
+  if (only < 0 || only == 32) print(run_owned<false, 1>(sms, ghz, sink));
+  if (only < 0 || only == 33) print(run_owned<true, 1>(sms, ghz, sink));
 
   return 0;
 }

@@ -59,6 +59,7 @@ options:
   --tile-n N, --stages S   override the planner's token tile width and ring depth
   --ctas-per-sm 1,2,3      compute CTAs per SM to sweep (0: as planned)
   --consumer-groups 2,3    consumer warpgroups to sweep (0: as planned)
+  --activation-warps 1,0   activation producer warps to sweep (0: as planned)
   --schedule planned,stream,units   schedules to sweep
   --decoded-scales         the decoder-warp variant (MoeCodegenOptions::decoded_scales)
   --pdl | --no-pdl         programmatic dependent launch between the roles (default: as planned)
@@ -142,8 +143,8 @@ std::string trace_csv_name(const std::string& model, int b, const codegen::MoeLa
   std::string name = model;
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
-  return fmt::format("trace-{}-B{}-{}-g{}-x{}-n{}-s{}.csv", name, b, codegen::schedule_name(plan.schedule), plan.groups,
-                     plan.compute.blocks_per_sm, plan.tile_n, plan.stages);
+  return fmt::format("trace-{}-B{}-{}-g{}-a{}-x{}-n{}-s{}.csv", name, b, codegen::schedule_name(plan.schedule),
+                     plan.groups, plan.activation_warps, plan.compute.blocks_per_sm, plan.tile_n, plan.stages);
 }
 
 // Every CTA's milestones, a row each (--trace-csv): which CTAs finish last, and what they waited on.
@@ -174,7 +175,7 @@ int run(int argc, char** argv) {
                                {"gpt-oss-120b", codegen::builtin_model("gpt-oss-120b")}};
   // Tuning sweeps: --ctas-per-sm 2,3,4 and --consumer-groups 2,3 (each value, and each pair, a layer; 0 = as
   // planned), --model glm5.2
-  std::vector<int> ctas_list = {0}, groups_list = {0};
+  std::vector<int> ctas_list = {0}, groups_list = {0}, act_list = {0};
   std::vector<std::optional<codegen::Schedule>> schedule_list = {std::nullopt};  // --schedule planned,stream,units
   codegen::MoeCodegenOptions codegen_options;
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
@@ -195,6 +196,8 @@ int run(int argc, char** argv) {
       ctas_list = bench::parse_int_list(a, argv[++i]);
     else if (a == "--consumer-groups" && i + 1 < argc)
       groups_list = bench::parse_int_list(a, argv[++i]);
+    else if (a == "--activation-warps" && i + 1 < argc)
+      act_list = bench::parse_int_list(a, argv[++i]);
     else if (a == "--schedule" && i + 1 < argc) {
       schedule_list.clear();
       for (const std::string& name : bench::split_list(argv[++i])) {
@@ -255,7 +258,7 @@ int run(int argc, char** argv) {
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9} {:>7}  {}\n", "model", "B", "experts",
              "floor_us", "median_us", "%floor", "disp_us", "comp_us", "fin_us", "sm_MHz",
-             "tile_n/stages xCTAs groups schedule pdl");
+             "tile_n/stages xCTAs groups act-warps schedule pdl");
 
   if (shared_expert) {
     std::vector<Model> with;
@@ -276,23 +279,26 @@ int run(int argc, char** argv) {
     models = with;
   }
 
-  std::vector<std::tuple<int, int, std::optional<codegen::Schedule>>> layouts;  // CTAs per SM, groups, schedule
+  // CTAs per SM, groups, schedule, activation warps
+  std::vector<std::tuple<int, int, std::optional<codegen::Schedule>, int>> layouts;
   for (int ctas : ctas_list)
     for (int groups : groups_list)
-      for (const auto& schedule : schedule_list) layouts.emplace_back(ctas, groups, schedule);
+      for (const auto& schedule : schedule_list)
+        for (int act : act_list) layouts.emplace_back(ctas, groups, schedule, act);
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
     codegen::MoeConfig config = m.config;
     config.recipe = recipe;
     const reference::MoeProblem p = oracle::problem_of(config);
     const oracle::RandomWeights weights = oracle::random_weights(p, rng(), {}, config.biases);
-    for (const auto& [ctas, groups, schedule] : layouts) {
+    for (const auto& [ctas, groups, schedule, act] : layouts) {
       runtime::MoeLayerOptions options;
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
       options.codegen = codegen_options;
       options.codegen.ctas_per_sm = ctas;
       options.codegen.consumer_groups = groups;
       options.codegen.schedule = schedule;
+      options.codegen.activation_warps = act;
       options.pdl = pdl;
       runtime::MoeLayer layer(config, weights.device(), options);
       const double expert_bytes = bench::expert_bytes(p, config.biases);
@@ -345,11 +351,12 @@ int run(int argc, char** argv) {
         const double med = median(us);
         const codegen::MoeLaunchPlan plan = layer.plan(b);
         fmt::print(
-            "{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f} {:>7.0f}  {}/{} x{} g{} {} "
-            "{}\n",
+            "{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f} {:>7.0f}  {}/{} x{} g{} "
+            "a{} "
+            "{} {}\n",
             m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f), mhz,
-            plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups, codegen::schedule_name(plan.schedule),
-            plan.pdl ? "pdl" : "-");
+            plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups, plan.activation_warps,
+            codegen::schedule_name(plan.schedule), plan.pdl ? "pdl" : "-");
         if (trace) {
           // The last of a rotation over the sets (so the weights come from HBM), through its own graph.
           const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;

@@ -102,7 +102,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kSchedule", schedule_constant(plan)},
                  {"kPaired", !plan.paired_rows                     ? contract::kPairedNone
                              : plan.batch <= contract::kPairedRows ? contract::kPairedAll
-                                                                   : contract::kPairedShort}};
+                                                                   : contract::kPairedShort},
+                 {"kActWarps", plan.activation_warps}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";
@@ -127,7 +128,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                    plan.groups, plan.tiles, plan.tile_n, plan.stages, d.experts + d.shared, plan.compute.grid,
                    plan.decoded_scales),
        plan.compute.smem_bytes},
-      {fmt::format("moejit::contract::compute_threads({}, {})", plan.groups, plan.decoded_scales),
+      {fmt::format("moejit::contract::compute_threads({}, {}, {})", plan.groups, plan.decoded_scales,
+                   plan.activation_warps),
        plan.compute.threads},
       {"sizeof(moejit::ComputeParams)", 9 * 8 + 4 + 4 + 4 + 4 + 8},  // 4 bytes of padding before trace
       {fmt::format("moejit::contract::weight_box_rows({})", plan.tiles), contract::weight_box_rows(plan.tiles)},

@@ -64,6 +64,10 @@ void validate(const MoeCodegenOptions& o) {
   if (o.dispatch_sms && (*o.dispatch_sms < 0 || *o.dispatch_sms > 4096))
     throw ConfigError("dispatch_sms",
                       fmt::format("dispatch_sms = {} is outside the allowed range [0, 4096]", *o.dispatch_sms));
+  if (o.activation_warps < 0 || o.activation_warps > contract::kMaxActivationWarps)
+    throw ConfigError("activation_warps",
+                      fmt::format("activation_warps = {} is outside the allowed range [1, {}] (0: as planned)",
+                                  o.activation_warps, contract::kMaxActivationWarps));
   if (o.consumer_groups < 0 || o.consumer_groups > contract::kMaxGroups)
     throw ConfigError("consumer_groups",
                       fmt::format("consumer_groups = {} is outside the allowed range [1, {}] (0: as planned)",
@@ -198,8 +202,9 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   p.ep = plan_ep(config, batch, device.sm_count, options, p.notes);
   const int compute_sms = device.sm_count - p.ep.dispatch_sms;
 
-  // Compute: the deepest pipeline (up to 12 stages) that lets `ctas` CTAs share an SM.
-  const int threads = contract::compute_threads(p.groups, p.decoded_scales);
+  // Compute: the deepest pipeline (up to 12 stages) that lets `ctas` CTAs share an SM. The CTAs per SM are chosen
+  // with one activation warp, and the activation warps then fill what they leave free.
+  int threads = contract::compute_threads(p.groups, p.decoded_scales, 1);
   auto smem_for = [&](int ctas, int stages) {
     return contract::compute_smem_layout(p.contract_path, p.groups, p.tiles, p.tile_n, stages, config.weight_experts(),
                                          ctas * compute_sms, p.decoded_scales)
@@ -218,6 +223,28 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                      device.smem_per_sm));
   } else {
     note(fmt::format("{} compute CTAs per SM ({})", ctas, options.ctas_per_sm ? "set by the options" : "the atom's"));
+  }
+  p.activation_warps = options.activation_warps ? options.activation_warps
+                                                : contract::activation_warps(p.groups, p.decoded_scales, ctas);
+  threads = contract::compute_threads(p.groups, p.decoded_scales, p.activation_warps);
+  if (options.activation_warps) {
+    note(fmt::format("activation producer: {} warp(s) (set by the options)", p.activation_warps));
+    if (ctas * threads > device.max_threads_per_sm) {
+      int most = 0;
+      while (most < contract::kMaxActivationWarps &&
+             ctas * contract::compute_threads(p.groups, p.decoded_scales, most + 1) <= device.max_threads_per_sm)
+        ++most;
+      throw ConfigError("activation_warps",
+                        fmt::format("activation_warps = {} is invalid at {} compute CTA(s) per SM: {} CTA(s) of {} "
+                                    "threads exceed the SM's {} (allowed: 1-{})",
+                                    p.activation_warps, ctas, ctas, threads, device.max_threads_per_sm, most));
+    }
+  } else {
+    note(
+        fmt::format("activation producer: {} warp(s), taking turns by K128 step: one, and {} more per CTA leave "
+                    "every scheduler as many warps, so no registers ({} consumer warpgroup(s), {} CTA(s) per SM); "
+                    "one warp alone stages a step slower than the step owners consume it",
+                    p.activation_warps, p.activation_warps - 1, p.groups, ctas));
   }
   int stages = options.stages;
   if (stages == 0) {
@@ -260,13 +287,29 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                                 batch, device.name, stages, smem_for(ctas, stages), ctas));
   }
   p.stages = stages;
+  // The activation warps take turns on the ring only where its depth keeps their waits in phase (the kernel's
+  // static_assert, on the same contract).
+  const bool owners = contract::step_owners(p.groups, p.tiles);
+  if (!contract::activation_warps_fit(p.activation_warps, stages, owners)) {
+    const int most = stages - contract::release_lag(owners);
+    if (options.activation_warps)
+      throw ConfigError("activation_warps",
+                        fmt::format("activation_warps = {} is invalid on a ring of {} stages{}: warps taking turns "
+                                    "need {} stages or more (allowed: 1-{})",
+                                    p.activation_warps, stages, owners ? " with step owners" : "",
+                                    p.activation_warps + contract::release_lag(owners), std::max(1, most)));
+    p.activation_warps = std::max(1, most);
+    threads = contract::compute_threads(p.groups, p.decoded_scales, p.activation_warps);
+    note(fmt::format("activation producer: {} warp(s): the most a ring of {} stages{} keeps in phase",
+                     p.activation_warps, stages, owners ? " with step owners" : ""));
+  }
   p.compute = {true,    ctas * compute_sms,
                threads, smem_for(ctas, stages),
                ctas,    register_cap_for(device.regs_per_sm, threads, ctas)};
   note(fmt::format(
-      "compute grid {} = {} CTA(s) x {} SMs, persistent; {} threads ({} consumer warpgroup(s) + {} "
-      "warps), {} B SMEM, .maxnreg {}",
-      p.compute.grid, ctas, compute_sms, threads, p.groups, p.decoded_scales ? "2 producer + 1 decoder" : "2 producer",
+      "compute grid {} = {} CTA(s) x {} SMs, persistent; {} threads ({} consumer warpgroup(s) + 1 weight + {} "
+      "activation{} warps), {} B SMEM, .maxnreg {}",
+      p.compute.grid, ctas, compute_sms, threads, p.groups, p.activation_warps, p.decoded_scales ? " + 1 decoder" : "",
       p.compute.smem_bytes, p.compute.register_cap));
 
   // Dispatch: only when the compute role cannot read the caller's x as it is.
@@ -374,6 +417,7 @@ void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
        {"schedule", schedule_name(p.schedule)},
        {"pdl", p.pdl},
        {"decoded_scales", p.decoded_scales},
+       {"activation_warps", p.activation_warps},
        {"subnormal_weight_scales", p.subnormal_weight_scales},
        {"ep", {{"mode", p.ep.mode}, {"modes", ep_mode_names(p.ep.mode)}, {"dispatch_sms", p.ep.dispatch_sms}}},
        {"dispatch", p.dispatch},

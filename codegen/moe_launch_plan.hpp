@@ -45,6 +45,9 @@ struct MoeCodegenOptions {
   // expert parallelism; with the unit schedule 2 or 3 (step owners, contract::step_owners).
   int consumer_groups = 0;
   std::optional<Schedule> schedule;  // unset: as planned
+  // The activation producer's warps (1..contract::kMaxActivationWarps; 0: as planned, contract::activation_warps:
+  // one plus those the CTA's warps leave free on the schedulers, which cost no registers). An A/B knob.
+  int activation_warps = 0;
   // A decoder warp turns each stage's UE8M0 scale words into FP32 for the consumers (the sm90-fp8-wgmma
   // atom only; contract::compute_threads). Off by default: it gives the default's bits but runs 2-6 points of
   // the floor slower on the H200 (bench/results/2026-12-02-h200-decoded-and-ring-depth.md).
@@ -104,6 +107,7 @@ struct MoeLaunchPlan {
   // Programmatic dependent launch between the roles (the runtime's default; MoeLayerOptions::pdl overrides).
   bool pdl = false;
   bool decoded_scales = false;  // the compute CTA's scale decoder warp (MoeCodegenOptions::decoded_scales)
+  int activation_warps = 1;     // the compute CTA's activation producer warps (contract::activation_warps)
   // The fast atom's K-loop decodes weight scale code 0 as 2^-127 (MoeCodegenOptions::subnormal_weight_scales);
   // false on the other atoms, which do not read the codes in their loops this way.
   bool subnormal_weight_scales = false;

@@ -209,13 +209,15 @@ struct AtomSm90Fp8 {
   // wait on a phase its stage has already left). An owner waits for step k + 3 before it frees step k, so the
   // ring needs 4 stages (contract::compute_smem_valid).
   // kPaired: GEMM1's split rows, paired (the owners' GEMM1 always is); else GEMM2's items.
-  template <int N, int T, bool kPaired, class Ring, class Cursor, class StepEnd = NoStepEnd>
+  // kJ: K32 blocks a wait (another for bench/kloop_probe.cu).
+  template <int N, int T, bool kPaired, int kJ = k32_per_wait<N, T, false>(), class Ring, class Cursor,
+            class StepEnd = NoStepEnd>
   __device__ static void kloop_owned(float (&acc)[2][T][N / 2], const Ring& ring, Cursor& cur, int steps, int owner,
                                      StepEnd step_end = {}) {
     static_assert(!Ring::kDecoded, "step owners decode their UE8M0 scale words (no decoder warp)");
     static_assert(N == 8, "step owners run 8-column token tiles");
     using Operands = StepOperands<N, T, false, kSubnormalScales>;
-    constexpr int kOwners = 3, kJ = k32_per_wait<N, T, false>(), kW = 8;
+    constexpr int kOwners = 3, kW = 8;
     steps = warp_uniform(steps);
     owner = warp_uniform(owner);
     const int lane = threadIdx.x % 32;
@@ -302,21 +304,21 @@ struct AtomSm90Fp8 {
             case 2: promote_paired<2>(acc[u], lo, hi, now, u); break;
             default: promote_paired<3>(acc[u], lo, hi, now, u); break;
           }
-          continue;
-        }
-        float sum[N / 2];
+        } else {
+          float sum[N / 2];
 #pragma unroll
-        for (int i = 0; i < N / 2; ++i) {
-          if constexpr (kSplit)
-            sum[i] = part[u][j][i] + part[u][j][N / 2 + i];
-          else
-            sum[i] = part[u][j][i];
-        }
-        switch (h * kJ + j) {
-          case 0: promote<N, 0>(acc[u], sum, now, u); break;
-          case 1: promote<N, 1>(acc[u], sum, now, u); break;
-          case 2: promote<N, 2>(acc[u], sum, now, u); break;
-          default: promote<N, 3>(acc[u], sum, now, u); break;
+          for (int i = 0; i < N / 2; ++i) {
+            if constexpr (kSplit)
+              sum[i] = part[u][j][i] + part[u][j][N / 2 + i];
+            else
+              sum[i] = part[u][j][i];
+          }
+          switch (h * kJ + j) {
+            case 0: promote<N, 0>(acc[u], sum, now, u); break;
+            case 1: promote<N, 1>(acc[u], sum, now, u); break;
+            case 2: promote<N, 2>(acc[u], sum, now, u); break;
+            default: promote<N, 3>(acc[u], sum, now, u); break;
+          }
         }
       }
   }

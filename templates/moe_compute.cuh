@@ -13,9 +13,10 @@
 //        only pass its stages on);
 //   then the weight producer warp: per K128 step, TMA boxes of the item's
 //        tiles (payloads + scale words), never waiting on anything but a free stage;
-//   and the activation producer warp: the token rows of the item (gathered by route,
-//        16-byte cp.async into the atom's layout), their scale words and the
-//        route ids; a GEMM2 step first waits until the GEMM1 tiles feeding
+//   and the activation producer warps (kActWarps, taking turns by K128 step:
+//        contract::activation_warps): the token rows of the item (gathered by
+//        route, 16-byte cp.async into the atom's layout), their scale words and
+//        the route ids; a GEMM2 step first waits until the GEMM1 tiles feeding
 //        its K128 block of the intermediate have been handed off;
 //   and, with decoded scales (kDecoded), the decoder warp: each filled stage's
 //        UE8M0 scale words as FP32 for the consumers (scale_decoder).
@@ -86,12 +87,13 @@ __device__ __forceinline__ float gated_activation(float gate, float up, float cl
 // defined by role in other files, each under one short template head.
 template <int kExperts_, int kTopK_, int kHidden_, int kInter_, int kCapacity_, int kGroups_, int kTiles_, int kTileN_,
           int kStages_, int kGrid_, int kActivation_, int kShared_, int kDecoded_, class Atom_, int kRanks_, int kEp_,
-          int kSchedule_, int kPaired_>
+          int kSchedule_, int kPaired_, int kActWarps_>
 struct ComputeConfig {
   static constexpr int kExperts = kExperts_, kTopK = kTopK_, kHidden = kHidden_, kInter = kInter_,
                        kCapacity = kCapacity_, kGroups = kGroups_, kTiles = kTiles_, kTileN = kTileN_,
                        kStages = kStages_, kGrid = kGrid_, kActivation = kActivation_, kShared = kShared_,
-                       kDecoded = kDecoded_, kRanks = kRanks_, kEp = kEp_, kSchedule = kSchedule_, kPaired = kPaired_;
+                       kDecoded = kDecoded_, kRanks = kRanks_, kEp = kEp_, kSchedule = kSchedule_, kPaired = kPaired_,
+                       kActWarps = kActWarps_;
   using Atom = Atom_;
 };
 
@@ -102,7 +104,7 @@ struct ComputeRole {
                        kTiles = Config::kTiles, kTileN = Config::kTileN, kStages = Config::kStages,
                        kGrid = Config::kGrid, kActivation = Config::kActivation, kShared = Config::kShared,
                        kDecoded = Config::kDecoded, kRanks = Config::kRanks, kEp = Config::kEp,
-                       kSchedule = Config::kSchedule, kPaired = Config::kPaired;
+                       kSchedule = Config::kSchedule, kPaired = Config::kPaired, kActWarps = Config::kActWarps;
   using Atom = typename Config::Atom;
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
@@ -120,9 +122,10 @@ struct ComputeRole {
   // steps; a warpgroup's pair is then the tiles of its pass, and warpgroup p runs pair p's GEMM1 epilogue.
   static constexpr bool kOwners = contract::step_owners(kGroups, kTiles);
   static constexpr int kConsumerThreads = contract::consumer_threads(kGroups);
-  static constexpr int kThreads = contract::compute_threads(kGroups, kDecoded);
+  static_assert(kActWarps >= 1 && kActWarps <= contract::kMaxActivationWarps, "contract::activation_warps");
+  static constexpr int kThreads = contract::compute_threads(kGroups, kDecoded, kActWarps);
   static constexpr int kWeightWarp = kConsumerThreads / 32, kActivationWarp = kWeightWarp + 1,
-                       kDecodeWarp = kActivationWarp + 1;
+                       kDecodeWarp = kActivationWarp + kActWarps;
   static_assert(!kDecoded || kPath == contract::kPathSm90Fp8, "decoded scales: the E4M3 wgmma atom's UE8M0 words");
   static constexpr contract::WorkspaceLayout kWs = contract::workspace_layout(kDims);
   static constexpr int kChunkBytes = contract::x_chunk_bytes(kPath);
@@ -263,8 +266,9 @@ struct ComputeRole {
 
   __device__ static void tile_copies(TileCopies& tc, const ComputeParams& p, const Workspace& ws, const Segment& sg);
 
+  // Activation warp `w` of kActWarps: the stages of steps w, w + kActWarps, ... (contract::activation_warps).
   __device__ static void activation_producer(const ComputeParams& p, const Ring& ring, Walker walker,
-                                             const Workspace& ws, const RouteTables& t);
+                                             const Workspace& ws, const RouteTables& t, int w);
 
   __device__ static void scale_decoder(const Ring& ring, Walker walker);
 
@@ -409,8 +413,8 @@ struct ComputeRole {
     const int warp = warp_uniform(threadIdx.x / 32);
     if (warp == kWeightWarp)
       weight_producer(p, ring, walker);
-    else if (warp == kActivationWarp)
-      activation_producer(p, ring, walker, ws, tables);
+    else if (warp >= kActivationWarp && warp < kActivationWarp + kActWarps)
+      activation_producer(p, ring, walker, ws, tables, warp - kActivationWarp);
     else if (kDecoded && warp == kDecodeWarp)
       scale_decoder(ring, walker);
     else
@@ -455,34 +459,36 @@ namespace moejit {
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
+  ComputeRole<ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid,
+                            kActivation, kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks, kEp, kSchedule,
+                            kPaired, kActWarps>>::run(p);
+}
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
+          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1>
+__device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<
       ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-                    kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks, kEp, kSchedule, kPaired>>::run(p);
+                    kShared, kDecoded, AtomSm90Bf16, kRanks, kEp, kSchedule, kPaired, kActWarps>>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0>
-__device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
-  ComputeRole<ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid,
-                            kActivation, kShared, kDecoded, AtomSm90Bf16, kRanks, kEp, kSchedule, kPaired>>::run(p);
-}
-template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
-          int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
   ComputeRole<
       ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-                    kShared, kDecoded, AtomSm90Bf16W4A16, kRanks, kEp, kSchedule, kPaired>>::run(p);
+                    kShared, kDecoded, AtomSm90Bf16W4A16, kRanks, kEp, kSchedule, kPaired, kActWarps>>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
-  ComputeRole<ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid,
-                            kActivation, kShared, kDecoded, AtomSm120, kRanks, kEp, kSchedule, kPaired>>::run(p);
+  ComputeRole<
+      ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
+                    kShared, kDecoded, AtomSm120, kRanks, kEp, kSchedule, kPaired, kActWarps>>::run(p);
 }
 #endif
 

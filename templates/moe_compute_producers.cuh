@@ -1,6 +1,6 @@
 #pragma once
 // The compute role's producer warps (ComputeRole, declared in moe_compute.cuh, which includes this file after
-// the class): the weight warp's TMA boxes a K128 step, the activation warp's token rows of a segment (gathered
+// the class): the weight warp's TMA boxes a K128 step, the activation warps' token rows of a segment (gathered
 // by route, paired or split for GEMM1) with their scale records and route ids, and the decoder warp's FP32
 // scales (kDecoded).
 
@@ -87,11 +87,12 @@ __device__ void ComputeRole<Config>::tile_copies(TileCopies& tc, const ComputePa
 
 template <class Config>
 __device__ void ComputeRole<Config>::activation_producer(const ComputeParams& p, const Ring& ring, Walker walker,
-                                                         const Workspace& ws, const RouteTables& t) {
+                                                         const Workspace& ws, const RouteTables& t, int w) {
   const int lane = threadIdx.x % 32;
   // Activation rows may come from the dispatch role (BF16 input, the exact path's BF16 image).
   griddep_wait();
-  if (lane == 0) trace(p, contract::kTraceActStart, globaltimer());
+  const bool tracer = lane == 0 && (kActWarps == 1 || w == 0);  // the first activation warp's times stand for all
+  if (tracer) trace(p, contract::kTraceActStart, globaltimer());
   u64 ready_waited = 0, waited = 0, routes_time = 0;
   StageCursor<kStages> cur;
   Segment sg;
@@ -105,15 +106,29 @@ __device__ void ComputeRole<Config>::activation_producer(const ComputeParams& p,
     dst_offsets[q] = Atom::x_chunk_offset(q * kColsPerPass + lane / kChunks, lane % kChunks);
   // Paired GEMM1 rows (kPaired): token r's large row at column 2r, its small row at 2r + 1, one pass.
   static_assert(!kPaired || contract::kPairedRows <= kColsPerPass, "paired rows are staged in one pass");
+  // Every warp walks every step and fills the stages of its own steps only (contract::activation_warps), waiting
+  // for no other step: a skipped stage can complete two phases before a slow warp would look, and a parity wait
+  // would then block on the phase after, its own to fill. Its own step's wait is never two phases early: the
+  // release it waited for before, of the step kActWarps + kStages back, implies the releases of every step
+  // contract::release_lag further back (the consumers' release order), which is all the one kStages before
+  // needs when kActWarps + release_lag <= kStages (contract::activation_warps_fit).
+  static_assert(contract::activation_warps_fit(kActWarps, kStages, kOwners), "contract::activation_warps_fit");
+  int step = 0;
   while (walker.next(sg)) {
-    if (sg.phase != cached_phase || sg.a != cached_a || sg.j != cached_j) {
+    // This warp's first step of the segment, past its end where it has none.
+    const int mine = kActWarps > 1 ? (w - step % kActWarps + kActWarps) % kActWarps : 0;
+    if (mine < sg.k1 - sg.k0 && (sg.phase != cached_phase || sg.a != cached_a || sg.j != cached_j)) {
       const u64 t0 = p.trace ? globaltimer() : 0;
       tile_copies(tc, p, ws, sg);
       if (p.trace) routes_time += globaltimer() - t0;
       cached_phase = sg.phase, cached_a = sg.a, cached_j = sg.j;
     }
     const int tiles = t.tile0[sg.a + 1] - t.tile0[sg.a];
-    for (int k = sg.k0; k < sg.k1; ++k) {
+    for (int k = sg.k0; k < sg.k1; ++k, ++step) {
+      if (kActWarps > 1 && step % kActWarps != w) {
+        cur.advance();
+        continue;
+      }
       if (sg.phase == 1 && (sg.a != ready_a || !(ready_mask >> k & 1u))) {
         // GEMM2's K128 block k needs the four 64-row GEMM1 tiles of its 128 intermediate columns, per token tile.
         if (lane == 0) {
@@ -185,7 +200,7 @@ __device__ void ComputeRole<Config>::activation_producer(const ComputeParams& p,
       cur.advance();
     }
   }
-  if (lane == 0) {
+  if (tracer) {
     trace(p, contract::kTraceActReadyWait, ready_waited);
     trace(p, contract::kTraceActWait, waited);
     trace(p, contract::kTraceActRoutes, routes_time);

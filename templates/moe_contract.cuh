@@ -64,8 +64,8 @@ constexpr unsigned kSplitCode = 0x78u - 8u * kSplitOctaves;
 
 // Compute role: an item is `tiles` 64-row weight tiles; `groups` consumer
 // warpgroups each own tiles / groups of them (warp w of a group the M16
-// slice w of each), then a weight producer warp and an activation producer
-// warp. More tiles per warpgroup share one activation scale decode and one
+// slice w of each), then a weight producer warp and the activation producer
+// warps. More tiles per warpgroup share one activation scale decode and one
 // barrier round among more weights.
 constexpr int kConsumerWarps = 4;  // per group
 constexpr int kMaxGroups = 3;
@@ -77,8 +77,32 @@ MOEJIT_HD constexpr int consumer_threads(int groups) {
 // (No setmaxnreg split between producers and consumers: nvJitLink compiles
 // PTX as relocatable code, where ptxas drops setmaxnreg without a word. Three
 // consumer warpgroups and the producer warps launch with 128 registers each.)
-MOEJIT_HD constexpr int compute_threads(int groups, bool decoded = false) {
-  return consumer_threads(groups) + 64 + (decoded ? 32 : 0);
+// The activation producer's warps: one, plus as many more per CTA as leave the most warps on any of an SM's 4
+// schedulers unchanged, so they cost no registers (a scheduler's 16384 are split over its warps: one CTA of 3
+// consumer warpgroups and 2 producer warps is 14 warps, 4 on some scheduler either way, so 16 keep 128 registers
+// each). Warp w of them fills the stages of steps w, w + a, w + 2a, ... (a = activation_warps): one warp's stage,
+// its gathered rows and scale records, issued by dependent instructions, took longer than the step owners' 4-tile
+// K128 step at B = 1 (ncu: the consumers waited on full_x a third of their time,
+// bench/results/2026-12-04-h200-activation-warps.md).
+constexpr int kMaxActivationWarps = 4;
+MOEJIT_HD constexpr int activation_warps(int groups, bool decoded, int ctas) {
+  const int warps = groups * kConsumerWarps + 2 + (decoded ? 1 : 0), rows = (ctas * warps + 3) / 4;
+  int a = 1;
+  while (a < kMaxActivationWarps && (ctas * (warps + a) + 3) / 4 == rows) ++a;
+  return a;
+}
+// How many steps before the last one whose release completed may still be held: the step owners free a step
+// after the two they pass (AtomSm90Fp8::kloop_owned); every other consumer frees its steps in order.
+MOEJIT_HD constexpr int release_lag(bool owners) {
+  return owners ? 2 : 0;
+}
+// Whether act_warps activation warps can take turns on a ring of `stages` (their parity waits stay in phase).
+MOEJIT_HD constexpr bool activation_warps_fit(int act_warps, int stages, bool owners) {
+  return act_warps + release_lag(owners) <= stages;
+}
+// act_warps: the activation producer's warps (activation_warps, or 1 .. kMaxActivationWarps as set).
+MOEJIT_HD constexpr int compute_threads(int groups, bool decoded, int act_warps) {
+  return consumer_threads(groups) + 32 * (1 + act_warps) + (decoded ? 32 : 0);
 }
 
 // One weight step: 64 rows x K128 of E2M1 codes in the atom's fragment order

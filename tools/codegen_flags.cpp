@@ -33,6 +33,10 @@ std::vector<OptionSpec> codegen_option_specs() {
        "(small B, the fast path on one GPU: whole (expert, 128 intermediate columns) units, no CTA waits for "
        "another; finalize adds their partial rows); default: planned (units at B = 1 on sm_90a's fast path)",
        "S"},
+      {"activation-warps", true,
+       "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "
+       "the warps the CTA leaves free on the schedulers)",
+       "W"},
       {"decoded-scales", false,
        "a decoder warp turns the fast path's UE8M0 scale words into FP32 for the consumers (default: off; "
        "measured 2-6 points of the floor slower on the H200)"},
@@ -67,6 +71,7 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
     if (!parsed) throw UsageError(fmt::format("--schedule: '{}' is not one of stream, units", excerpt(*s)));
     o.schedule = *parsed;
   }
+  o.activation_warps = static_cast<int>(args.get_int("activation-warps", 0, 0, contract::kMaxActivationWarps));
   o.decoded_scales = args.has("decoded-scales");
   o.subnormal_weight_scales = args.has("subnormal-weight-scales");
   if (auto m = args.get("ep-mode")) {

@@ -43,6 +43,7 @@ const std::vector<LaunchRow>& launch_rows() {
       {"GEMM1 rows paired", [](const codegen::MoeLaunchPlan& p) { return std::string(p.paired_rows ? "yes" : "no"); }},
       {"schedule", [](const codegen::MoeLaunchPlan& p) { return std::string(codegen::schedule_name(p.schedule)); }},
       {"PDL between roles", [](const codegen::MoeLaunchPlan& p) { return std::string(p.pdl ? "on" : "off"); }},
+      {"activation warps", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.activation_warps); }},
       {"EP modes (R > 1)", [](const codegen::MoeLaunchPlan& p) { return codegen::ep_mode_names(p.ep.mode); }},
       {"dispatch SMs (split)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.ep.dispatch_sms); }},
       {"dispatch grid x threads", [](const codegen::MoeLaunchPlan& p) { return role(p.dispatch); }},

@@ -15,7 +15,8 @@
 // weight scale costs two integer operations (code 0 read as 0.0, for weights
 // without code-0 blocks of nonzero values). Counted at e70ced0: GEMM2's loop at N = 8 (GLM5.2 B = 8) issues 16.9
 // instructions and 7.3 integer ops per 8 weights, at N = 16 (B = 64) 22.1 and 8.3; GEMM1's on split rows (one
-// wgmma of 2N columns per K32 block) 19.5 and 8.1 at N = 8, 26.4 and 10.4 at N = 16; on paired rows (B <= 8, a
+// wgmma of 2N columns per K32 block) 19.5 and 8.1 at N = 8 (19.9 and 8.2 since the compute CTA runs three activation
+// warps: the same loop, allocated otherwise), 26.4 and 10.4 at N = 16; on paired rows (B <= 8, a
 // segment of at most 4 rows: a token's large and small rows side by side, one wgmma of 8 columns a K32 block,
 // MoeLaunchPlan::paired_rows) 16.0 and 7.3. For weights that need code 0 as 2^-127
 // (MoeCodegenOptions::subnormal_weight_scales) a weight scale costs three: 17.9 / 23.1 / 20.5 / 27.4 and
@@ -101,7 +102,7 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
   // sums spill at the 128 registers of three warpgroups: four waits a step cost 1.4 integer instructions per 8
   // weights more than two did.
   for (const Budget& b :
-       {Budget{8, 8, 18.0, 8.8, false}, Budget{64, 16, 22.7, 8.7, false}, Budget{8, 8, 19.8, 8.3, true},
+       {Budget{8, 8, 18.0, 8.8, false}, Budget{64, 16, 22.7, 8.7, false}, Budget{8, 8, 20.2, 8.3, true},
         Budget{64, 16, 26.8, 10.5, true}, Budget{8, 8, 19.1, 9.8, false, false, true},
         Budget{64, 16, 23.7, 9.8, false, false, true}, Budget{8, 8, 20.9, 9.3, true, false, true},
         Budget{64, 16, 27.8, 11.3, true, false, true}, Budget{8, 8, 16.0, 6.5, false, true},

@@ -60,8 +60,9 @@ TEST_CASE("a kernel whose SMEM layout changed without the host fails to compile,
 
 TEST_CASE("a kernel whose thread count or workspace changed without the host fails to compile") {
   codegen::EmittedSource threads = codegen::emit_source(compute_spec());
-  edit_header(threads, "moe_contract.cuh", "return consumer_threads(groups) + 64 + (decoded ? 32 : 0);",
-              "return consumer_threads(groups) + 96 + (decoded ? 32 : 0);");
+  edit_header(threads, "moe_contract.cuh",
+              "return consumer_threads(groups) + 32 * (1 + act_warps) + (decoded ? 32 : 0);",
+              "return consumer_threads(groups) + 32 * (2 + act_warps) + (decoded ? 32 : 0);");
   CHECK(compile_error(threads).find("host/device contract: moejit::contract::compute_threads(") != std::string::npos);
   codegen::EmittedSource ws = codegen::emit_source(compute_spec());
   edit_header(ws, "moe_contract.cuh", "l.arena = at, at += align_up(2 * routes * d.hidden, 256);",

@@ -245,7 +245,10 @@ TEST_CASE(
         CHECK(plan.tiles == contract::kUnitTiles);
         CHECK(plan.tile_n == 8);
         CHECK(plan.stages == 8);
-        CHECK(plan.compute.threads == contract::compute_threads(3));
+        CHECK(plan.activation_warps == 3);  // 12 consumer warps and the weight warp: 3 of a row of 16 left
+        CHECK(plan.compute.threads == contract::compute_threads(3, false, 3));
+        CHECK(plan.compute.threads == 512);
+        CHECK(plan.compute.register_cap == 128);
         CHECK(contract::step_owners(plan.groups, plan.tiles));
         const auto layout = contract::compute_smem_layout(plan.contract_path, plan.groups, plan.tiles, plan.tile_n,
                                                           plan.stages, c.weight_experts(), plan.compute.grid);
@@ -415,7 +418,7 @@ TEST_CASE("PDL between the roles is planned up to B = 4 on the fast atom of one 
   }
 }
 
-TEST_CASE("decoded scales add a decoder warp and its SMEM to the fast atom's compute kernel, and nothing else") {
+TEST_CASE("decoded scales add a decoder warp, in place of an activation warp, and its SMEM to the fast atom's kernel") {
   const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   codegen::MoeCodegenOptions o;
@@ -425,7 +428,10 @@ TEST_CASE("decoded scales add a decoder warp and its SMEM to the fast atom's com
   const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, 32, h200, o);
   CHECK_FALSE(plain.decoded_scales);
   CHECK(plan.decoded_scales);
-  CHECK(plan.compute.threads == plain.compute.threads + 32);
+  // 12 consumer warps, the weight warp and the decoder leave a row of 16 two activation warps (not three).
+  CHECK(plan.compute.threads == plain.compute.threads);
+  CHECK(plan.activation_warps == plain.activation_warps - 1);
+  CHECK(plan.compute.register_cap == plain.compute.register_cap);
   // FP32 scales of every weight row and token column of a stage: 16 B each, and a barrier.
   const auto layout = contract::compute_smem_layout(plan.contract_path, plan.groups, plan.tiles, plan.tile_n,
                                                     plan.stages, glm.weight_experts(), plan.compute.grid, true);

@@ -276,14 +276,14 @@ TEST_CASE("the fast atom runs items of 6 tiles over 3 warpgroups, a shorter last
   const MoeLaunchPlan one = plan_launch(glm(1), 8, builtin_profile("h200"), {});
   CHECK(one.groups == 3);
   CHECK(one.tiles == 6);
-  CHECK(one.compute.threads == 448);
+  CHECK(one.compute.threads == 512);  // 12 consumer warps, the weight warp and 3 activation warps
   CHECK(one.compute.register_cap == 128);
   // 2I = 4096 rows: ten items of six 64-row tiles and one of four; H = 6144: sixteen items.
   CHECK(noted(one, "a token tile's last item has 4 (GEMM1, 4096 rows) and 6 (GEMM2, 6144 rows)"));
   const MoeLaunchPlan ep = plan_launch(glm(8), 8, builtin_profile("h200"), {});
   CHECK(ep.groups == 2);
   CHECK(ep.tiles == 4);
-  CHECK(ep.compute.threads == 320);
+  CHECK(ep.compute.threads == 384);  // 8 consumer warps, the weight warp and 3 activation warps
   CHECK(noted(ep, "expert parallelism: 2 consumer warpgroups, not the atom's 3"));
 }
 
@@ -293,7 +293,7 @@ TEST_CASE("consumer_groups sets the fast atom's warpgroups, and is refused where
   const MoeLaunchPlan two = plan_launch(glm(1), 8, builtin_profile("h200"), o);
   CHECK(two.groups == 2);
   CHECK(two.tiles == 4);  // two tiles a warpgroup, as the atom's three
-  CHECK(two.compute.threads == 320);
+  CHECK(two.compute.threads == 384);
   o.consumer_groups = 3;
   CHECK(plan_launch(glm(8), 8, builtin_profile("h200"), o).groups == 3);  // the options win over the EP rule
   o.consumer_groups = 4;
@@ -304,6 +304,49 @@ TEST_CASE("consumer_groups sets the fast atom's warpgroups, and is refused where
   CHECK_THROWS_WITH_AS(plan_launch(glm(1), 8, builtin_profile("h200"), o),
                        "consumer_groups = 2 is invalid for the sm90-bf16-mma atom: it runs 1 warpgroup(s) of one tile "
                        "each (0: as planned)",
+                       ConfigError);
+}
+
+TEST_CASE("the activation producer takes the warps the CTAs leave free on the schedulers, and no registers") {
+  // One CTA of 3 consumer warpgroups and the weight warp: 13 warps of a row of 16; of 2 warpgroups, 9 of 12.
+  CHECK(moejit::contract::activation_warps(3, false, 1) == 3);
+  CHECK(moejit::contract::activation_warps(2, false, 1) == 3);
+  CHECK(moejit::contract::activation_warps(3, true, 1) == 2);  // the decoder takes one
+  CHECK(moejit::contract::activation_warps(1, false, 1) == 3);
+  // Three CTAs of one warpgroup (the exact path across ranks): 18 warps on 20 slots, one more each would take 21.
+  CHECK(moejit::contract::activation_warps(1, false, 3) == 1);
+  CHECK(moejit::contract::activation_warps(1, false, 2) == 1);  // 12 warps on 12 slots
+  for (int groups = 1; groups <= moejit::contract::kMaxGroups; ++groups)
+    for (int ctas = 1; ctas <= 4; ++ctas)
+      for (const bool decoded : {false, true}) {
+        const int a = moejit::contract::activation_warps(groups, decoded, ctas);
+        const auto per_scheduler = [&](int act) {
+          return (ctas * moejit::contract::compute_threads(groups, decoded, act) / 32 + 3) / 4;
+        };
+        CHECK(a >= 1);
+        CHECK(a <= moejit::contract::kMaxActivationWarps);
+        CHECK(per_scheduler(a) == per_scheduler(1));
+        if (a < moejit::contract::kMaxActivationWarps) CHECK(per_scheduler(a + 1) > per_scheduler(1));
+      }
+  const DeviceProfile h200 = builtin_profile("h200");
+  const MoeLaunchPlan planned = plan_launch(glm(1), 8, h200, {});
+  CHECK(planned.activation_warps == 3);
+  CHECK(planned.compute.register_cap == 128);
+  MoeCodegenOptions o;
+  o.activation_warps = 1;  // the A/B knob: one warp, as before
+  const MoeLaunchPlan one = plan_launch(glm(1), 8, h200, o);
+  CHECK(one.activation_warps == 1);
+  CHECK(one.compute.threads == planned.compute.threads - 64);
+  CHECK(one.compute.register_cap == 128);
+  o.activation_warps = 5;
+  CHECK_THROWS_WITH_AS(validate(o), "activation_warps = 5 is outside the allowed range [1, 4] (0: as planned)",
+                       ConfigError);
+  o.activation_warps = 4;
+  o.ctas_per_sm = 4;
+  o.consumer_groups = 3;
+  CHECK_THROWS_WITH_AS(plan_launch(glm(1), 8, h200, o),
+                       "activation_warps = 4 is invalid at 4 compute CTA(s) per SM: 4 CTA(s) of 544 threads exceed "
+                       "the SM's 2048 (allowed: 1-3)",
                        ConfigError);
 }
 
