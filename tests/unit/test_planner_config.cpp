@@ -338,6 +338,22 @@ TEST_CASE("the activation producer takes the warps the CTAs leave free on the sc
   CHECK(one.activation_warps == 1);
   CHECK(one.compute.threads == planned.compute.threads - 64);
   CHECK(one.compute.register_cap == 128);
+  // Warps taking turns wait for their own stages only: a ring must hold them and the step owners' release lag.
+  CHECK(moejit::contract::activation_warps_fit(3, 4, false));
+  CHECK_FALSE(moejit::contract::activation_warps_fit(3, 4, true));
+  CHECK(moejit::contract::activation_warps_fit(2, 4, true));
+  MoeCodegenOptions shallow;
+  shallow.stages = 4;  // B = 1 runs the step owners
+  const MoeLaunchPlan owners = plan_launch(glm(1), 1, h200, shallow);
+  CHECK(owners.schedule == Schedule::units);
+  CHECK(owners.activation_warps == 2);
+  CHECK(owners.compute.threads == moejit::contract::compute_threads(3, false, 2));
+  CHECK(plan_launch(glm(1), 1, h200, {}).activation_warps == 3);  // 8 stages
+  shallow.activation_warps = 3;
+  CHECK_THROWS_WITH_AS(plan_launch(glm(1), 1, h200, shallow),
+                       "activation_warps = 3 is invalid on a ring of 4 stages with step owners: warps taking turns "
+                       "need 5 stages or more (allowed: 1-2)",
+                       ConfigError);
   o.activation_warps = 5;
   CHECK_THROWS_WITH_AS(validate(o), "activation_warps = 5 is outside the allowed range [1, 4] (0: as planned)",
                        ConfigError);
