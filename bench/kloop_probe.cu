@@ -72,6 +72,41 @@ constexpr int probe_threads() {
   return G * 128 + (kRegs ? 128 : 32);
 }
 
+// Every stage's data, written once: weights of random codes and scale codes 118..125, x of random E4M3 bytes
+// but NaN, N x scale records of 2^-3..2^3 as FP32; then the barriers (`empty_arrivals` consumer warps a release).
+template <int kStages, int N, class Ring>
+__device__ void fill_ring(const Ring& ring, int empty_arrivals) {
+  for (int i = threadIdx.x; i < kStages * Ring::kWBytes / 4; i += blockDim.x) {
+    const int in_step = (i * 4) % contract::kWeightStepBytes;
+    const u32 h = mix(i * 2654435761u + blockIdx.x);
+    reinterpret_cast<u32*>(ring.w)[i] = in_step < contract::kWeightPayloadBytes ? h : 0x76767676u + (h & 0x07070707u);
+  }
+  for (int i = threadIdx.x; i < kStages * Ring::kXStageBytes / 4; i += blockDim.x)
+    reinterpret_cast<u32*>(ring.x)[i] = mix(i + 77) & 0x77777777u;
+  for (int i = threadIdx.x; i < kStages * N * 4; i += blockDim.x)
+    reinterpret_cast<float*>(ring.xs)[i] = __int_as_float((124 + int(mix(i) % 7u)) << 23);
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&ring.full_w[s], 1);
+      mbar_init(&ring.full_x[s], 1);
+      mbar_init(&ring.empty[s], empty_arrivals);
+    }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  __syncthreads();
+}
+
+// The producer lane: every step's stage, full again as soon as the consumers released it.
+template <int kStages, class Ring>
+__device__ void cycle_stages(const Ring& ring, int steps) {
+  StageCursor<kStages> cur;
+  for (int k = 0; k < steps; ++k) {
+    mbar_wait(&ring.empty[cur.stage], cur.phase ^ 1u);
+    mbar_arrive(&ring.full_w[cur.stage]);
+    mbar_arrive(&ring.full_x[cur.stage]);
+    cur.advance();
+  }
+}
+
 template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved, int kJ>
 __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps, float* sink) {
   using L = ProbeLayout<G, T, N, kInterleaved>;
@@ -87,35 +122,11 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
   ring.full_w = reinterpret_cast<u64*>(smem + L::kBars);
   ring.full_x = ring.full_w + kStages;
   ring.empty = ring.full_x + kStages;
-  // Weights: random codes, scale codes 118..125; x: random E4M3 bytes but
-  // NaN; x scale records: 2^-3..2^3 as FP32.
-  for (int i = threadIdx.x; i < kStages * Ring::kWBytes / 4; i += blockDim.x) {
-    const int in_step = (i * 4) % contract::kWeightStepBytes;
-    const u32 h = mix(i * 2654435761u + blockIdx.x);
-    reinterpret_cast<u32*>(ring.w)[i] = in_step < contract::kWeightPayloadBytes ? h : 0x76767676u + (h & 0x07070707u);
-  }
-  for (int i = threadIdx.x; i < kStages * Ring::kXStageBytes / 4; i += blockDim.x)
-    reinterpret_cast<u32*>(ring.x)[i] = mix(i + 77) & 0x77777777u;
-  for (int i = threadIdx.x; i < kStages * N * 4; i += blockDim.x)
-    reinterpret_cast<float*>(ring.xs)[i] = __int_as_float((124 + int(mix(i) % 7u)) << 23);
-  if (threadIdx.x == 0)
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(&ring.full_w[s], 1);
-      mbar_init(&ring.full_x[s], 1);
-      mbar_init(&ring.empty[s], (kInterleaved ? 1 : G) * contract::kConsumerWarps);
-    }
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  __syncthreads();
+  fill_ring<kStages, N>(ring, (kInterleaved ? 1 : G) * contract::kConsumerWarps);
   StageCursor<kStages> cur;
-  if (threadIdx.x >= G * 128) {  // the producer: every step's stage, once the consumers released it
+  if (threadIdx.x >= G * 128) {  // the producer
     if constexpr (kRegs > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-    if (threadIdx.x != G * 128) return;
-    for (int k = 0; k < steps; ++k) {
-      mbar_wait(&ring.empty[cur.stage], cur.phase ^ 1u);
-      mbar_arrive(&ring.full_w[cur.stage]);
-      mbar_arrive(&ring.full_x[cur.stage]);
-      cur.advance();
-    }
+    if (threadIdx.x == G * 128) cycle_stages<kStages>(ring, steps);
     return;
   }
   if constexpr (kRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
@@ -168,32 +179,10 @@ __global__ void __maxnreg__(128) probe_owned(int steps, float* sink) {
   ring.full_w = reinterpret_cast<u64*>(smem + kOwnerBars);
   ring.full_x = ring.full_w + kOwnerStages;
   ring.empty = ring.full_x + kOwnerStages;
-  for (int i = threadIdx.x; i < kOwnerStages * Ring::kWBytes / 4; i += blockDim.x) {
-    const int in_step = (i * 4) % contract::kWeightStepBytes;
-    const u32 h = mix(i * 2654435761u + blockIdx.x);
-    reinterpret_cast<u32*>(ring.w)[i] = in_step < contract::kWeightPayloadBytes ? h : 0x76767676u + (h & 0x07070707u);
-  }
-  for (int i = threadIdx.x; i < kOwnerStages * Ring::kXStageBytes / 4; i += blockDim.x)
-    reinterpret_cast<u32*>(ring.x)[i] = mix(i + 77) & 0x77777777u;
-  for (int i = threadIdx.x; i < kOwnerStages * 8 * 4; i += blockDim.x)
-    reinterpret_cast<float*>(ring.xs)[i] = __int_as_float((124 + int(mix(i) % 7u)) << 23);
-  if (threadIdx.x == 0)
-    for (int s = 0; s < kOwnerStages; ++s) {
-      mbar_init(&ring.full_w[s], 1);
-      mbar_init(&ring.full_x[s], 1);
-      mbar_init(&ring.empty[s], 3 * contract::kConsumerWarps);
-    }
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  __syncthreads();
+  fill_ring<kOwnerStages, 8>(ring, 3 * contract::kConsumerWarps);
   StageCursor<kOwnerStages> cur;
-  if (threadIdx.x >= 3 * 128) {
-    if (threadIdx.x != 3 * 128) return;
-    for (int k = 0; k < steps; ++k) {
-      mbar_wait(&ring.empty[cur.stage], cur.phase ^ 1u);
-      mbar_arrive(&ring.full_w[cur.stage]);
-      mbar_arrive(&ring.full_x[cur.stage]);
-      cur.advance();
-    }
+  if (threadIdx.x >= 3 * 128) {  // the producer
+    if (threadIdx.x == 3 * 128) cycle_stages<kOwnerStages>(ring, steps);
     return;
   }
   float acc[2][2][4] = {};
@@ -227,6 +216,29 @@ struct Row {
   int spill_bytes;
 };
 
+// The median of 6 launches after a warm-up, in seconds.
+template <class Launch>
+double median_seconds(Launch launch) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int rep = 0; rep < 7; ++rep) {
+    CHECK(cudaEventRecord(a));
+    launch();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    CHECK(cudaGetLastError());
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    if (rep > 0) ms.push_back(t);
+  }
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2] * 1e-3;
+}
+
 template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved = false,
           int kJ = AtomSm90Fp8<false>::k32_per_wait<N, T, kSplit>()>
 Row run(int sms, double clock_ghz, float* sink) {
@@ -236,22 +248,7 @@ Row run(int sms, double clock_ghz, float* sink) {
   cudaFuncAttributes attr{};
   CHECK(cudaFuncGetAttributes(&attr, kernel));
   const int steps = 1024 / G * G;  // a stage for every warpgroup in turn (kInterleaved)
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<float> ms;
-  for (int rep = 0; rep < 7; ++rep) {
-    CHECK(cudaEventRecord(a));
-    kernel<<<sms, probe_threads<G, kRegs>(), L::kBytes>>>(steps, sink);
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    CHECK(cudaGetLastError());
-    float t = 0;
-    CHECK(cudaEventElapsedTime(&t, a, b));
-    if (rep > 0) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  const double sec = ms[ms.size() / 2] * 1e-3;
+  const double sec = median_seconds([&] { kernel<<<sms, probe_threads<G, kRegs>(), L::kBytes>>>(steps, sink); });
   const int tiles = kInterleaved ? T : G * T;  // per stage
   const double weights = double(sms) * steps * tiles * 64 * 128;
   const double bytes = double(sms) * steps * tiles * contract::kWeightStepBytes;
@@ -273,22 +270,7 @@ Row run_owned(int sms, double clock_ghz, float* sink) {
   cudaFuncAttributes attr{};
   CHECK(cudaFuncGetAttributes(&attr, kernel));
   const int steps = 1020;  // a multiple of the three owners
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<float> ms;
-  for (int rep = 0; rep < 7; ++rep) {
-    CHECK(cudaEventRecord(a));
-    kernel<<<sms, kOwnerThreads, kOwnerBytes>>>(steps, sink);
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    CHECK(cudaGetLastError());
-    float t = 0;
-    CHECK(cudaEventElapsedTime(&t, a, b));
-    if (rep > 0) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  const double sec = ms[ms.size() / 2] * 1e-3;
+  const double sec = median_seconds([&] { kernel<<<sms, kOwnerThreads, kOwnerBytes>>>(steps, sink); });
   const double weights = double(sms) * steps * 4 * 64 * 128;
   const double bytes = double(sms) * steps * 4 * contract::kWeightStepBytes;
   std::printf("# %s owners: %.3f us a 4-tile step\n", kGemm2 ? "gemm2" : "gemm1", sec * 1e6 / steps);
