@@ -5,7 +5,9 @@
 // barriers; the data was written once), G consumer warpgroups of T 64-row
 // tiles each, one CTA per SM on every SM. The question it answers: does the
 // layer's issue-bound K-loop go faster with more consumer warps per SM, at
-// the registers each configuration leaves a thread?
+// the registers each configuration leaves a thread? Rows 28-33 run the unit
+// schedule's step owners (AtomSm90Fp8::kloop_owned) the same way: can their
+// loops stream B = 1's weights, whatever else holds the layer back?
 //
 //   built as build/release/bench/moejit_kloop_probe (bench/CMakeLists.txt), or by hand:
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I templates -o kloop_probe bench/kloop_probe.cu
