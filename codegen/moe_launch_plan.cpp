@@ -240,11 +240,18 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                                     p.activation_warps, ctas, ctas, threads, device.max_threads_per_sm, most));
     }
   } else {
-    note(
-        fmt::format("activation producer: {} warp(s), taking turns by K128 step: one, and {} more per CTA leave "
-                    "every scheduler as many warps, so no registers ({} consumer warpgroup(s), {} CTA(s) per SM); "
-                    "one warp alone stages a step slower than the step owners consume it",
-                    p.activation_warps, p.activation_warps - 1, p.groups, ctas));
+    if (p.activation_warps == 1)
+      note(
+          fmt::format("activation producer: 1 warp: a second per CTA would give a scheduler more warps than {} "
+                      "CTA(s) of {} consumer warpgroup(s) do, and take registers",
+                      ctas, p.groups));
+    else
+      note(
+          fmt::format("activation producer: {} warps taking turns by K128 step: the {} beyond the first give no "
+                      "scheduler more warps than {} CTA(s) of {} consumer warpgroup(s) do, so they take no "
+                      "registers; one warp alone staged a step slower than B = 1's step owners consume it "
+                      "(bench/results/2026-12-04-h200-activation-warps.md)",
+                      p.activation_warps, p.activation_warps - 1, ctas, p.groups));
   }
   int stages = options.stages;
   if (stages == 0) {

@@ -331,6 +331,13 @@ TEST_CASE("the activation producer takes the warps the CTAs leave free on the sc
   const DeviceProfile h200 = builtin_profile("h200");
   const MoeLaunchPlan planned = plan_launch(glm(1), 8, h200, {});
   CHECK(planned.activation_warps == 3);
+  const auto noted = [](const MoeLaunchPlan& p, const std::string& text) {
+    return std::any_of(p.notes.begin(), p.notes.end(),
+                       [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  CHECK(noted(planned,
+              "activation producer: 3 warps taking turns by K128 step: the 2 beyond the first give no "
+              "scheduler more warps than 1 CTA(s) of 3 consumer warpgroup(s) do"));
   CHECK(planned.compute.register_cap == 128);
   MoeCodegenOptions o;
   o.activation_warps = 1;  // the A/B knob: one warp, as before
