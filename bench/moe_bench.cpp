@@ -100,10 +100,10 @@ constexpr TraceRow kTraceRows[] = {
     {"consumers done", "consumers_done_us", contract::kTraceConsumerDone, TraceRow::time},
     {"exit", "exit_us", contract::kTraceExit, TraceRow::time},
     {"wait: free stage (weights)", "wait_free_stage_weights_us", contract::kTraceWeightWait, TraceRow::wait},
-    {"wait: free stage (acts)", "wait_free_stage_acts_us", contract::kTraceActWait, TraceRow::wait},
-    {"wait: GEMM2 inputs", "wait_gemm2_inputs_us", contract::kTraceActReadyWait, TraceRow::wait},
+    {"wait: free stage (acts, warp 0)", "wait_free_stage_acts_us", contract::kTraceActWait, TraceRow::wait},
+    {"wait: GEMM2 inputs (acts, warp 0)", "wait_gemm2_inputs_us", contract::kTraceActReadyWait, TraceRow::wait},
     {"wait: split-K pieces", "wait_split_k_pieces_us", contract::kTraceConsumerFlagWait, TraceRow::wait},
-    {"finding tile routes (acts)", "tile_routes_us", contract::kTraceActRoutes, TraceRow::wait},
+    {"finding tile routes (acts, warp 0)", "tile_routes_us", contract::kTraceActRoutes, TraceRow::wait},
     {"GEMM1 K128 steps", "gemm1_steps", contract::kTraceSteps0, TraceRow::count},
     {"GEMM2 K128 steps", "gemm2_steps", contract::kTraceSteps1, TraceRow::count}};
 

@@ -227,31 +227,15 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   p.activation_warps = options.activation_warps ? options.activation_warps
                                                 : contract::activation_warps(p.groups, p.decoded_scales, ctas);
   threads = contract::compute_threads(p.groups, p.decoded_scales, p.activation_warps);
-  if (options.activation_warps) {
-    note(fmt::format("activation producer: {} warp(s) (set by the options)", p.activation_warps));
-    if (ctas * threads > device.max_threads_per_sm) {
-      int most = 0;
-      while (most < contract::kMaxActivationWarps &&
-             ctas * contract::compute_threads(p.groups, p.decoded_scales, most + 1) <= device.max_threads_per_sm)
-        ++most;
-      throw ConfigError("activation_warps",
-                        fmt::format("activation_warps = {} is invalid at {} compute CTA(s) per SM: {} CTA(s) of {} "
-                                    "threads exceed the SM's {} (allowed: 1-{})",
-                                    p.activation_warps, ctas, ctas, threads, device.max_threads_per_sm, most));
-    }
-  } else {
-    if (p.activation_warps == 1)
-      note(
-          fmt::format("activation producer: 1 warp: a second per CTA would give a scheduler more warps than {} "
-                      "CTA(s) of {} consumer warpgroup(s) do, and take registers",
-                      ctas, p.groups));
-    else
-      note(
-          fmt::format("activation producer: {} warps taking turns by K128 step: the {} beyond the first give no "
-                      "scheduler more warps than {} CTA(s) of {} consumer warpgroup(s) do, so they take no "
-                      "registers; one warp alone staged a step slower than B = 1's step owners consume it "
-                      "(bench/results/2026-12-04-h200-activation-warps.md)",
-                      p.activation_warps, p.activation_warps - 1, ctas, p.groups));
+  if (options.activation_warps && ctas * threads > device.max_threads_per_sm) {
+    int most = 0;
+    while (most < contract::kMaxActivationWarps &&
+           ctas * contract::compute_threads(p.groups, p.decoded_scales, most + 1) <= device.max_threads_per_sm)
+      ++most;
+    throw ConfigError("activation_warps",
+                      fmt::format("activation_warps = {} is invalid at {} compute CTA(s) per SM: "
+                                  "{} CTA(s) of {} threads exceed the SM's {} (allowed: 1-{})",
+                                  p.activation_warps, ctas, ctas, threads, device.max_threads_per_sm, most));
   }
   int stages = options.stages;
   if (stages == 0) {
@@ -297,19 +281,43 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   // The activation warps take turns on the ring only where its depth keeps their waits in phase (the kernel's
   // static_assert, on the same contract).
   const bool owners = contract::step_owners(p.groups, p.tiles);
+  const std::string ring = fmt::format("a ring of {} stages{}", stages, owners ? " with step owners" : "");
+  const int scheduled = p.activation_warps;  // what the schedulers leave free (or the options set)
   if (!contract::activation_warps_fit(p.activation_warps, stages, owners)) {
-    const int most = stages - contract::release_lag(owners);
+    int most = p.activation_warps;
+    while (!contract::activation_warps_fit(most, stages, owners)) --most;  // 1 always fits
     if (options.activation_warps)
       throw ConfigError("activation_warps",
-                        fmt::format("activation_warps = {} is invalid on a ring of {} stages{}: warps taking turns "
-                                    "need {} stages or more (allowed: 1-{})",
-                                    p.activation_warps, stages, owners ? " with step owners" : "",
-                                    p.activation_warps + contract::release_lag(owners), std::max(1, most)));
-    p.activation_warps = std::max(1, most);
+                        fmt::format("activation_warps = {} is invalid on {}: warps taking turns there need at least "
+                                    "{} stages, or a multiple of {} (allowed: 1-{})",
+                                    p.activation_warps, ring, p.activation_warps + contract::release_lag(owners),
+                                    p.activation_warps, most));
+    p.activation_warps = most;
     threads = contract::compute_threads(p.groups, p.decoded_scales, p.activation_warps);
-    note(fmt::format("activation producer: {} warp(s): the most a ring of {} stages{} keeps in phase",
-                     p.activation_warps, stages, owners ? " with step owners" : ""));
   }
+  const int one_warp_cap =
+      register_cap_for(device.regs_per_sm, contract::compute_threads(p.groups, p.decoded_scales, 1), ctas);
+  const int cap = register_cap_for(device.regs_per_sm, threads, ctas);
+  if (options.activation_warps)
+    note(fmt::format("activation producer: {} warp(s) (set by the options){}", p.activation_warps,
+                     cap < one_warp_cap ? fmt::format(": .maxnreg {}, against {} with one", cap, one_warp_cap) : ""));
+  else if (p.activation_warps < scheduled)
+    note(
+        fmt::format("activation producer: {} warp(s), the most that take turns on {} (contract::activation_warps_fit; "
+                    "the schedulers leave room for {})",
+                    p.activation_warps, ring, scheduled));
+  else if (p.activation_warps == 1)
+    note(
+        fmt::format("activation producer: 1 warp: a second per CTA would give a scheduler more warps than {} "
+                    "CTA(s) of {} consumer warpgroup(s) do, and take registers",
+                    ctas, p.groups));
+  else
+    note(
+        fmt::format("activation producer: {} warps taking turns by K128 step: the {} beyond the first give no "
+                    "scheduler more warps than {} CTA(s) of {} consumer warpgroup(s) do, so they take no registers; "
+                    "one warp alone staged a step slower than B = 1's step owners consume it "
+                    "(bench/results/2026-12-04-h200-activation-warps.md)",
+                    p.activation_warps, p.activation_warps - 1, ctas, p.groups));
   p.compute = {true,    ctas * compute_sms,
                threads, smem_for(ctas, stages),
                ctas,    register_cap_for(device.regs_per_sm, threads, ctas)};

@@ -108,10 +108,8 @@ __device__ void ComputeRole<Config>::activation_producer(const ComputeParams& p,
   static_assert(!kPaired || contract::kPairedRows <= kColsPerPass, "paired rows are staged in one pass");
   // Every warp walks every step and fills the stages of its own steps only (contract::activation_warps), waiting
   // for no other step: a skipped stage can complete two phases before a slow warp would look, and a parity wait
-  // would then block on the phase after, its own to fill. Its own step's wait is never two phases early: the
-  // release it waited for before, of the step kActWarps + kStages back, implies the releases of every step
-  // contract::release_lag further back (the consumers' release order), which is all the one kStages before
-  // needs when kActWarps + release_lag <= kStages (contract::activation_warps_fit).
+  // would then block on the phase after, its own to fill. Its own step's wait is never two phases early where
+  // contract::activation_warps_fit holds (the consumers' release order).
   static_assert(contract::activation_warps_fit(kActWarps, kStages, kOwners), "contract::activation_warps_fit");
   int step = 0;
   while (walker.next(sg)) {

@@ -72,7 +72,7 @@ constexpr int kMaxGroups = 3;
 MOEJIT_HD constexpr int consumer_threads(int groups) {
   return 32 * kConsumerWarps * groups;
 }
-// `decoded`: a third warp after the two producers decodes each stage's UE8M0 scale words to FP32
+// `decoded`: a warp after the weight and activation producers decodes each stage's UE8M0 scale words to FP32
 // (compute_smem_layout's wdec / xdec), so the consumers' loops do not.
 // (No setmaxnreg split between producers and consumers: nvJitLink compiles
 // PTX as relocatable code, where ptxas drops setmaxnreg without a word. Three
@@ -91,14 +91,19 @@ MOEJIT_HD constexpr int activation_warps(int groups, bool decoded, int ctas) {
   while (a < kMaxActivationWarps && (ctas * (warps + a) + 3) / 4 == rows) ++a;
   return a;
 }
-// How many steps before the last one whose release completed may still be held: the step owners free a step
-// after the two they pass (AtomSm90Fp8::kloop_owned); every other consumer frees its steps in order.
+// A completed release of step m implies the releases of every step up to m - release_lag: the step owners free
+// their own step after the two they pass (AtomSm90Fp8::kloop_owned), so steps m - 1 and m - 2 may still be held
+// when m's release completes; every other consumer frees its steps in order.
 MOEJIT_HD constexpr int release_lag(bool owners) {
-  return owners ? 2 : 0;
+  return owners ? 3 : 0;
 }
-// Whether act_warps activation warps can take turns on a ring of `stages` (their parity waits stay in phase).
+// Whether act_warps activation warps can take turns on a ring of `stages`, each waiting for its own steps'
+// releases only. Warp w's parity wait for step n (the release of n - stages) is right when the release of
+// n - 2 stages has completed: it knows that from its wait for its previous step, n - act_warps (the release of
+// n - act_warps - stages implies everything up to release_lag before it), or, where stages is a multiple of
+// act_warps, from its own wait for step n - stages itself.
 MOEJIT_HD constexpr bool activation_warps_fit(int act_warps, int stages, bool owners) {
-  return act_warps + release_lag(owners) <= stages;
+  return act_warps + release_lag(owners) <= stages || stages % act_warps == 0;
 }
 // act_warps: the activation producer's warps (activation_warps, or 1 .. kMaxActivationWarps as set).
 MOEJIT_HD constexpr int compute_threads(int groups, bool decoded, int act_warps) {
@@ -232,16 +237,16 @@ enum TraceSlot : int {
   kTraceWeightPhase1,      // weight producer, first GEMM2 copy issued (0: none)
   kTraceWeightLast,        // weight producer, last copy issued
   kTraceWeightWait,        // weight producer, waiting for a free stage (all loading or being read)
-  kTraceActStart,          // activation producer, past griddepcontrol.wait
-  kTraceActReadyWait,      // activation producer, waiting for GEMM2 inputs to be handed off
-  kTraceActWait,           // activation producer, waiting for a free stage
+  kTraceActStart,          // activation warp 0, past griddepcontrol.wait
+  kTraceActReadyWait,      // activation warp 0, waiting for GEMM2 inputs to be handed off (its own steps)
+  kTraceActWait,           // activation warp 0, waiting for a free stage (its own steps)
   kTraceConsumerPhase1,    // consumer thread 0, GEMM1 share done (epilogues included)
   kTraceConsumerFlagWait,  // consumer thread 0, owners waiting for their split-K pieces (added to)
   kTraceConsumerDone,      // consumer thread 0, last segment done
   kTraceExit,              // thread 0, after the epoch bookkeeping
   kTraceSteps0,            // K128 steps of GEMM1 this CTA streamed (a count)
   kTraceSteps1,            // K128 steps of GEMM2
-  kTraceActRoutes,         // activation producer, finding the routes of its token tiles (ns)
+  kTraceActRoutes,         // activation warp 0, finding the routes of its token tiles (ns)
   kTraceSlots = 16
 };
 

@@ -1,6 +1,7 @@
 // Table 10 of the seed paper: every field out of range is refused with an
 // error that names the field, its value and the allowed range.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -345,22 +346,46 @@ TEST_CASE("the activation producer takes the warps the CTAs leave free on the sc
   CHECK(one.activation_warps == 1);
   CHECK(one.compute.threads == planned.compute.threads - 64);
   CHECK(one.compute.register_cap == 128);
-  // Warps taking turns wait for their own stages only: a ring must hold them and the step owners' release lag.
-  CHECK(moejit::contract::activation_warps_fit(3, 4, false));
+  // Warps taking turns wait for their own stages only: a ring must hold them and the consumers' release lag (the
+  // step owners free a step after the two they pass: a completed release says nothing of the two before it), or
+  // be a multiple of them (each warp then waited for the same stage's previous round itself).
+  CHECK(moejit::contract::activation_warps_fit(3, 3, false));
+  CHECK(moejit::contract::activation_warps_fit(4, 4, false));
+  CHECK_FALSE(moejit::contract::activation_warps_fit(3, 2, false));
   CHECK_FALSE(moejit::contract::activation_warps_fit(3, 4, true));
-  CHECK(moejit::contract::activation_warps_fit(2, 4, true));
+  CHECK_FALSE(moejit::contract::activation_warps_fit(3, 5, true));  // 3 + 3 > 5, and 5 is no multiple of 3
+  CHECK_FALSE(moejit::contract::activation_warps_fit(4, 6, true));
+  CHECK(moejit::contract::activation_warps_fit(3, 6, true));
+  CHECK(moejit::contract::activation_warps_fit(2, 4, true));  // a multiple
+  CHECK(moejit::contract::activation_warps_fit(2, 5, true));
+  CHECK(moejit::contract::activation_warps_fit(4, 8, true));
   MoeCodegenOptions shallow;
-  shallow.stages = 4;  // B = 1 runs the step owners
-  const MoeLaunchPlan owners = plan_launch(glm(1), 1, h200, shallow);
-  CHECK(owners.schedule == Schedule::units);
-  CHECK(owners.activation_warps == 2);
-  CHECK(owners.compute.threads == moejit::contract::compute_threads(3, false, 2));
+  for (const int stages : {4, 5}) {  // B = 1 runs the step owners
+    CAPTURE(stages);
+    shallow.stages = stages;
+    const MoeLaunchPlan owners = plan_launch(glm(1), 1, h200, shallow);
+    CHECK(owners.schedule == Schedule::units);
+    CHECK(owners.activation_warps == 2);
+    CHECK(owners.compute.threads == moejit::contract::compute_threads(3, false, 2));
+    CHECK(noted(owners, fmt::format("activation producer: 2 warp(s), the most that take turns on a ring of {} "
+                                    "stages with step owners",
+                                    stages)));
+  }
+  shallow.stages = 6;
+  CHECK(plan_launch(glm(1), 1, h200, shallow).activation_warps == 3);
   CHECK(plan_launch(glm(1), 1, h200, {}).activation_warps == 3);  // 8 stages
+  shallow.stages = 5;
   shallow.activation_warps = 3;
   CHECK_THROWS_WITH_AS(plan_launch(glm(1), 1, h200, shallow),
-                       "activation_warps = 3 is invalid on a ring of 4 stages with step owners: warps taking turns "
-                       "need 5 stages or more (allowed: 1-2)",
+                       "activation_warps = 3 is invalid on a ring of 5 stages with step owners: warps taking turns "
+                       "there need at least 6 stages, or a multiple of 3 (allowed: 1-2)",
                        ConfigError);
+  // Set by the options past what the schedulers leave: said with the register cap it costs.
+  MoeCodegenOptions four;
+  four.activation_warps = 4;
+  const MoeLaunchPlan costly = plan_launch(glm(1), 8, h200, four);
+  CHECK(costly.compute.register_cap == 96);
+  CHECK(noted(costly, "activation producer: 4 warp(s) (set by the options): .maxnreg 96, against 128 with one"));
   o.activation_warps = 5;
   CHECK_THROWS_WITH_AS(validate(o), "activation_warps = 5 is outside the allowed range [1, 4] (0: as planned)",
                        ConfigError);
