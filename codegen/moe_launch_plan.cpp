@@ -31,8 +31,7 @@ int ceil_div(std::int64_t a, std::int64_t b) {
 // quarter of the warps (rounded up), so the cap is what the fullest one allows,
 // a multiple of 8 (the per-thread allocation granularity), 255 at most.
 int register_cap_for(int regs_per_sm, int threads, int ctas) {
-  const int warps_per_partition = (ctas * threads / 32 + 3) / 4;
-  return std::min(255, regs_per_sm / 4 / (32 * warps_per_partition) / 8 * 8);
+  return std::min(255, regs_per_sm / 4 / (32 * contract::scheduler_warps(ctas, threads)) / 8 * 8);
 }
 }  // namespace
 
@@ -237,6 +236,8 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                                   "{} CTA(s) of {} threads exceed the SM's {} (allowed: 1-{})",
                                   p.activation_warps, ctas, ctas, threads, device.max_threads_per_sm, most));
   }
+  // The unit schedule's step owners (3 warpgroups on its 4-tile items: only the unit schedule plans those).
+  const bool owners = contract::step_owners(p.groups, p.tiles);
   int stages = options.stages;
   if (stages == 0) {
     for (stages = k_max_stages; stages >= 2 && !fits(ctas, stages); --stages) {
@@ -247,7 +248,6 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                       config.name, batch, device.name, ctas, device.smem_per_sm));
     note(fmt::format("stages = {}: the deepest of [2, {}] whose {} B fit {} CTA(s) per SM", stages, k_max_stages,
                      smem_for(ctas, stages), ctas));
-    const bool owners = p.schedule == Schedule::units && contract::step_owners(p.groups, p.tiles);
     if (owners && atom->owner_stages && stages > atom->owner_stages) {
       stages = atom->owner_stages;
       note(fmt::format("stages = {}: the {} atom's measured depth for the unit schedule's step owners", stages,
@@ -267,7 +267,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
       }
       break;
     }
-  } else if (contract::step_owners(p.groups, p.tiles) && stages < 4) {
+  } else if (owners && stages < 4) {
     // (Checked before the SMEM: such a ring fits, and "does not fit" would send the user the wrong way.)
     throw ConfigError("stages", fmt::format("stages = {} is invalid for the unit schedule's step owners (B = {} on {} "
                                             "consumer warpgroups): an owner holds a stage for a whole K128 step and "
@@ -280,7 +280,6 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   p.stages = stages;
   // The activation warps take turns on the ring only where its depth keeps their waits in phase (the kernel's
   // static_assert, on the same contract).
-  const bool owners = contract::step_owners(p.groups, p.tiles);
   const std::string ring = fmt::format("a ring of {} stages{}", stages, owners ? " with step owners" : "");
   const int scheduled = p.activation_warps;  // what the schedulers leave free (or the options set)
   if (!contract::activation_warps_fit(p.activation_warps, stages, owners)) {

@@ -77,20 +77,6 @@ MOEJIT_HD constexpr int consumer_threads(int groups) {
 // (No setmaxnreg split between producers and consumers: nvJitLink compiles
 // PTX as relocatable code, where ptxas drops setmaxnreg without a word. Three
 // consumer warpgroups and the producer warps launch with 128 registers each.)
-// The activation producer's warps: one, plus as many more per CTA as leave the most warps on any of an SM's 4
-// schedulers unchanged, so they cost no registers (a scheduler's 16384 are split over its warps: one CTA of 3
-// consumer warpgroups and 2 producer warps is 14 warps, 4 on some scheduler either way, so 16 keep 128 registers
-// each). Warp w of them fills the stages of steps w, w + a, w + 2a, ... (a = activation_warps): one warp's stage,
-// its gathered rows and scale records, issued by dependent instructions, took longer than the step owners' 4-tile
-// K128 step at B = 1 (ncu: the consumers waited on full_x a third of their time,
-// bench/results/2026-12-04-h200-activation-warps.md).
-constexpr int kMaxActivationWarps = 4;
-MOEJIT_HD constexpr int activation_warps(int groups, bool decoded, int ctas) {
-  const int warps = groups * kConsumerWarps + 2 + (decoded ? 1 : 0), rows = (ctas * warps + 3) / 4;
-  int a = 1;
-  while (a < kMaxActivationWarps && (ctas * (warps + a) + 3) / 4 == rows) ++a;
-  return a;
-}
 // A completed release of step m implies the releases of every step up to m - release_lag: the step owners free
 // their own step after the two they pass (AtomSm90Fp8::kloop_owned), so steps m - 1 and m - 2 may still be held
 // when m's release completes; every other consumer frees its steps in order.
@@ -105,9 +91,28 @@ MOEJIT_HD constexpr int release_lag(bool owners) {
 MOEJIT_HD constexpr bool activation_warps_fit(int act_warps, int stages, bool owners) {
   return act_warps + release_lag(owners) <= stages || stages % act_warps == 0;
 }
+// The most warps one of an SM's 4 schedulers holds for `ctas` CTAs of `threads`: its 16384 registers are split
+// over them, so this sets the register cap (codegen's register_cap_for).
+MOEJIT_HD constexpr int scheduler_warps(int ctas, int threads) {
+  return (ctas * threads / 32 + 3) / 4;
+}
 // act_warps: the activation producer's warps (activation_warps, or 1 .. kMaxActivationWarps as set).
+constexpr int kMaxActivationWarps = 4;
 MOEJIT_HD constexpr int compute_threads(int groups, bool decoded, int act_warps) {
   return consumer_threads(groups) + 32 * (1 + act_warps) + (decoded ? 32 : 0);
+}
+// The activation producer's warps: one, plus as many more per CTA as leave the most warps on any of an SM's 4
+// schedulers unchanged, so they cost no registers (a scheduler's 16384 are split over its warps: one CTA of 3
+// consumer warpgroups and 2 producer warps is 14 warps, 4 on some scheduler either way, so 16 keep 128 registers
+// each). Warp w of them fills the stages of steps w, w + a, w + 2a, ... (a = activation_warps): one warp's stage,
+// its gathered rows and scale records, issued by dependent instructions, took longer than the step owners' 4-tile
+// K128 step at B = 1 (ncu: the consumers waited on full_x a third of their time,
+// bench/results/2026-12-04-h200-activation-warps.md).
+MOEJIT_HD constexpr int activation_warps(int groups, bool decoded, int ctas) {
+  const int most = scheduler_warps(ctas, compute_threads(groups, decoded, 1));
+  int a = 1;
+  while (a < kMaxActivationWarps && scheduler_warps(ctas, compute_threads(groups, decoded, a + 1)) == most) ++a;
+  return a;
 }
 
 // One weight step: 64 rows x K128 of E2M1 codes in the atom's fragment order
