@@ -112,9 +112,10 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
 }
 
 // GEMM1 on paired split rows (one wgmma of 8 columns a K32 block instead of 16, and half the FP32 promotion) for
-// segments of at most contract::kPairedRows rows. On one GPU an expert draws at most B rows of a forward: at
-// B <= kPairedRows every segment pairs; at B <= kPairedMaxBatch 8-column token tiles still cover every segment,
-// and those of more rows run the 16-column split.
+// segments of at most contract::kPairedRows rows. On one GPU an expert draws at most B rows of a forward from a
+// router that sends each token to k distinct experts: at B <= kPairedRows every segment pairs (a token tile holds
+// kPairedRows rows there, so an expert repeated within tokens runs more tiles); at B <= kPairedMaxBatch 8-column
+// token tiles cover every segment, and those of more rows run the 16-column split.
 void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options) {
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
   if (!contract::path_split_rows(p.contract_path) || config.ranks != 1 || batch > k_paired_max_batch) return;

@@ -133,6 +133,11 @@ struct ComputeRole {
   static constexpr int kKb2 = kInter / 128;
   static_assert(kKb2 <= 32, "GEMM2 readiness is tracked in a 32-bit mask of K128 blocks");
   using Ring = StageRing<kPath, kTiles, kTileN, kStages, kDecoded != 0>;
+  // The token rows of a tile: kTileN, and kPairedRows where every GEMM1 segment is paired (kPairedAll, B <=
+  // kPairedRows). An expert draws more routes than B where a token routes to it more than once (moejit_bench_ep's
+  // baseline maps other ranks' routes onto one expert): it then runs more tiles, each paired, where a wider
+  // segment would have no loop (the step owners have none but the paired one).
+  static constexpr int kTileRows = kPaired == contract::kPairedAll ? contract::kPairedRows : kTileN;
   static constexpr bool kUnits = kSchedule == contract::kScheduleUnits;
   // The routing tables of a step of at most 32 routes by one warp (route_tables_warp: about 1 us sooner to the
   // first weight copy on the H200), in the unit schedule's kernel (planned at B = 1) only. Not in the stream
@@ -140,8 +145,8 @@ struct ComputeRole {
   // instructions a K-loop step; 1-2 points slower at B = 8-16, where the tables are not even built that way,
   // bench/results/2026-12-03-h200-prologue-and-loops.md).
   static constexpr bool kWarpTables = kRanks == 1 && kUnits;
-  using StreamWalker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileN, kGrid, Atom, kSmem.shares>;
-  using Walker = typename SelectType<kUnits, UnitWalker<kHidden, kInter, kTiles, kTileN, kGrid>, StreamWalker>::type;
+  using StreamWalker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileRows, kGrid, Atom, kSmem.shares>;
+  using Walker = typename SelectType<kUnits, UnitWalker<kHidden, kInter, kTiles, kTileRows, kGrid>, StreamWalker>::type;
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
   static_assert(kSchedule == contract::kScheduleStream || kSchedule == contract::kScheduleUnits, "a schedule");
   static_assert(!kUnits || kRanks == 1, "the unit schedule runs on one GPU: finalize adds its partial rows");
@@ -156,7 +161,7 @@ struct ComputeRole {
   __device__ static bool paired_segment(const Segment& sg) {
     return kPaired && sg.phase == 0 && (kPaired == contract::kPairedAll || sg.rows <= contract::kPairedRows);
   }
-  static_assert(StreamWalker::template costs_fit_32_bits<(kRanks * kCapacity + kTileN - 1) / kTileN>(),
+  static_assert(StreamWalker::template costs_fit_32_bits<(kRanks * kCapacity * kTopK + kTileRows - 1) / kTileRows>(),
                 "the schedule's cost into one expert fits 32 bits");
   static_assert(contract::last_item_runs(kPath, kGroups, kTiles, Shape::rest(0)) &&
                     contract::last_item_runs(kPath, kGroups, kTiles, Shape::rest(1)),
@@ -399,10 +404,10 @@ struct ComputeRole {
     int* const cost0 = reinterpret_cast<int*>(smem + kSmem.cost0);
     RouteTables tables;
     if (kWarpTables && int(p.tokens) * kTopK + kShared <= 32)
-      tables = route_tables_warp<kSlots, kShared, kTileN>(LocalRoutes{p.topk_ids, int(p.tokens) * kTopK}, int(p.tokens),
-                                                          s_scratch, active, count, tile0);
+      tables = route_tables_warp<kSlots, kShared, kTileRows>(LocalRoutes{p.topk_ids, int(p.tokens) * kTopK},
+                                                             int(p.tokens), s_scratch, active, count, tile0);
     else
-      tables = route_tables<kSlots, kShared, kTileN, kThreads, Atom>(
+      tables = route_tables<kSlots, kShared, kTileRows, kThreads, Atom>(
           routes_of(p, kRanks == 1 || s_scratch[61] != 0), int(p.tokens),
           reinterpret_cast<unsigned*>(smem + kSmem.counts), reinterpret_cast<unsigned*>(s_scratch), active, count,
           tile0, cost0);

@@ -53,11 +53,11 @@ __device__ void ComputeRole<Config>::tile_copies(TileCopies& tc, const ComputePa
   const int lane = threadIdx.x % 32;
   int route0, route1;
   if (kShared && sg.expert == kExperts) {  // the shared expert's routes are its tokens in order
-    const int r0 = kSharedRoute0 + sg.j * kTileN + lane;
+    const int r0 = kSharedRoute0 + sg.j * kTileRows + lane;
     route0 = lane < sg.rows ? r0 : -1;
     route1 = lane + 32 < sg.rows ? r0 + 32 : -1;
   } else {
-    tile_routes(routes_of(p), sg.expert, sg.j * kTileN, sg.rows, route0, route1);
+    tile_routes(routes_of(p), sg.expert, sg.j * kTileRows, sg.rows, route0, route1);
   }
 #pragma unroll
   for (int q = 0; q < kPasses; ++q) {
@@ -152,7 +152,7 @@ __device__ void ComputeRole<Config>::activation_producer(const ComputeParams& p,
       const bool paired = paired_segment(sg);
       if constexpr (kPaired)
         if (paired) {
-          // kPairedAll: the planner pairs every segment at B <= kPairedRows only.
+          // kPairedAll: token tiles of kPairedRows rows (kTileRows).
           if (sg.rows > contract::kPairedRows) __trap();
           // The small elements' rows sit kSmallRows after the large ones (as below).
           constexpr long long kSmallRows = kWs.x_small - kWs.x_q;

@@ -49,9 +49,9 @@ MOEJIT_HD constexpr bool path_split_rows(int path) {
 // scales the sum once, half the FP32 promotion of 16 columns. A column's K32 sum holds its own products only, and the
 // FP32 operations are the 16-column split's, in its order.
 constexpr int kPairedRows = 4;
-// The compute kernel's kPaired: no pairing; every GEMM1 segment paired (B <= kPairedRows, where no segment has
-// more rows); or the segments of at most kPairedRows rows paired and the others split on 16 columns (B <= 8,
-// 8-column token tiles).
+// The compute kernel's kPaired: no pairing; every GEMM1 segment paired (B <= kPairedRows: its token tiles hold
+// kPairedRows rows, so a token routed to one expert more than once makes more tiles, never a wider segment); or
+// the segments of at most kPairedRows rows paired and the others split on 16 columns (B <= 8, 8-column token tiles).
 constexpr int kPairedNone = 0, kPairedAll = 1, kPairedShort = 2;
 // The large row holds the elements of magnitude >= 2^4 (E4M3 magnitude code
 // 0x58), the small row the rest. An MX block's scale puts its amax in

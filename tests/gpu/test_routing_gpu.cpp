@@ -1,6 +1,7 @@
 // Route ids a router should never send, on the GPU against the CPU reference:
 // ids outside [0, E) (negative, E itself, INT_MAX), an expert repeated within
-// a token, and 32 distinct experts in one step (the most routes the unit
+// a token (up to all k routes of a token, more routes on one expert than B),
+// and 32 distinct experts in one step (the most routes the unit
 // schedule's one-warp routing tables take; 40 take the block-wide ones). A
 // token with an id outside [0, E) must come out NaN in every element, every
 // other token as the reference computes it, whichever schedule builds the
@@ -34,6 +35,12 @@ std::vector<Step> hostile_steps(int E) {
   Step wide{"40 routes, one id INT_MIN", {}};
   for (int r = 0; r < 40; ++r) wide.ids.push_back(r == 13 ? INT_MIN : (r * 3) % E);
   steps.push_back(wide);
+  // More routes on one expert than tokens: B = 1 and 3 pair every GEMM1 segment (contract::kPairedAll), whose
+  // token tiles then hold kPairedRows rows each (a kernel that tiled by 8 trapped on a 5-row segment).
+  steps.push_back({"one token's 8 routes on one expert", {5, 5, 5, 5, 5, 5, 5, 5}});
+  steps.push_back({"13 routes of 3 tokens on one expert", {7, 7, 7,  7,  7,  7,  7,  7,  //
+                                                           7, 7, 7,  7,  1,  2,  3,  4,  //
+                                                           7, 9, 11, 13, 15, 17, 19, 21}});
   return steps;
 }
 

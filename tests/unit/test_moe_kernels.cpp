@@ -356,7 +356,8 @@ TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPai
       CAPTURE(shared);
       if (shared && std::string(model) == "gpt-oss-120b") continue;  // it has none
       const codegen::MoeConfig c = codegen::builtin_model(model, shared);
-      // An expert draws at most B rows of a forward on one GPU (the shared expert exactly B): every segment pairs
+      // An expert draws at most B rows of a forward on one GPU from distinct routes (the shared expert exactly B;
+      // repeats run more tiles of kPairedRows rows: ComputeRole::kTileRows): every segment pairs
       // up to B = kPairedRows; up to B = 8 the 8-column tiles cover every segment, and those of at most
       // kPairedRows rows pair.
       for (int b = 1; b <= 9; ++b) {
