@@ -74,6 +74,24 @@ const DriverApi& driver() {
   return d.api;
 }
 
+namespace {
+// The errors a faulting kernel leaves on its context: every later call on it returns one, whichever call it is.
+bool sticky_error(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED: return true;
+    default: return false;
+  }
+}
+}  // namespace
+
 void check_cu(CUresult r, const char* call) {
   if (r == CUDA_SUCCESS) return;
   const char* name = nullptr;
@@ -82,8 +100,13 @@ void check_cu(CUresult r, const char* call) {
     api->cuGetErrorName(r, &name);
     api->cuGetErrorString(r, &text);
   }
-  throw DriverError(fmt::format("{} failed: {} ({})", call, name ? name : fmt::format("CUresult {}", int(r)),
-                                text ? text : "no description"),
+  // A trap or fault surfaces at the next call that checks, often not a launch: say so, or the message blames it.
+  throw DriverError(fmt::format("{} failed: {} ({}){}", call, name ? name : fmt::format("CUresult {}", int(r)),
+                                text ? text : "no description",
+                                sticky_error(r) ? "; a kernel launched earlier on this context faulted, and the "
+                                                  "context is unusable from here: run the step under "
+                                                  "`compute-sanitizer` to name the kernel"
+                                                : ""),
                     r);
 }
 

@@ -24,3 +24,17 @@ TEST_CASE("a failed driver call names the call") {
                        DriverError);
   CHECK_NOTHROW(check_cu(CUDA_SUCCESS, "cuMemAlloc"));
 }
+
+TEST_CASE("a call that reports an earlier kernel's fault says that the fault was earlier") {
+  // moejit_bench_ep once stopped with "cuKernelGetFunction failed: CUDA_ERROR_LAUNCH_FAILED": a trap in the
+  // forward before it, reported by the next call that checked.
+  for (const CUresult r : {CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_ASSERT})
+    CHECK_THROWS_WITH_AS(check_cu(r, "cuKernelGetFunction"),
+                         doctest::Contains("a kernel launched earlier on this context faulted"), DriverError);
+  try {
+    check_cu(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc");
+    FAIL("check_cu returned on an error");
+  } catch (const DriverError& e) {
+    CHECK(std::string(e.what()).find("faulted") == std::string::npos);  // its own failure, not an earlier one
+  }
+}
