@@ -11,8 +11,9 @@
 //
 // The baseline, per rank r: the all-gather of every rank's x (R copies into
 // r's buffer), the R = 1 layer of r's E / R experts over all R B tokens (routes
-// to other ranks' experts get weight 0 on an expert r computes anyway, so they
-// add no weight bytes), and the scatter of the partial y rows back to their
+// to other ranks' experts get weight 0 on the experts r computes anyway, the
+// least loaded first, so they add no weight bytes unless an expert then needs
+// another token tile), and the scatter of the partial y rows back to their
 // ranks (R copies out); a rank's step ends when every rank's rows have reached
 // it. The final sum of a token's R partial rows is not counted (it favours the
 // baseline).
@@ -169,12 +170,22 @@ int run(int argc, char** argv) {
             }
             s.pulled_tokens = double(tokens.size());
             s.touched = int(mine.size());
-            const int filler = mine.empty() ? 0 : *mine.begin();
+            // A route to another rank's expert: weight 0 on the touched local expert with the fewest routes so far
+            // (the lowest id of a tie). Piled on one expert they would run more token tiles, each streaming its
+            // weights again (at R B <= 4 a tile holds 4 rows: ComputeRole::kTileRows).
             std::vector<std::int32_t> ids(in.routing.ids.size());
             std::vector<float> w(in.routing.weights.size());
+            std::vector<int> load(per_rank, 0);
+            for (std::size_t i = 0; i < ids.size(); ++i)
+              if (in.routing.ids[i] / per_rank == r) ++load[in.routing.ids[i] - r * per_rank];
             for (std::size_t i = 0; i < ids.size(); ++i) {
               const bool local = in.routing.ids[i] / per_rank == r;
-              ids[i] = local ? in.routing.ids[i] - r * per_rank : filler;
+              int e = local ? in.routing.ids[i] - r * per_rank : 0;  // (expert 0 where the rank touches none)
+              if (!local && !mine.empty()) {
+                e = *std::min_element(mine.begin(), mine.end(), [&](int a, int b) { return load[a] < load[b]; });
+                ++load[e];
+              }
+              ids[i] = e;
               w[i] = local ? in.routing.weights[i] : 0.0f;
             }
             s.base_ids = upload(ids);
