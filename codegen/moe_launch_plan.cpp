@@ -317,9 +317,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
                     "one warp alone staged a step slower than B = 1's step owners consume it "
                     "(bench/results/2026-12-04-h200-activation-warps.md)",
                     p.activation_warps, p.activation_warps - 1, ctas, p.groups));
-  p.compute = {true,    ctas * compute_sms,
-               threads, smem_for(ctas, stages),
-               ctas,    register_cap_for(device.regs_per_sm, threads, ctas)};
+  p.compute = {true, ctas * compute_sms, threads, smem_for(ctas, stages), ctas, cap};
   note(fmt::format(
       "compute grid {} = {} CTA(s) x {} SMs, persistent; {} threads ({} consumer warpgroup(s) + 1 weight + {} "
       "activation{} warps), {} B SMEM, .maxnreg {}",

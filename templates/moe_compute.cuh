@@ -134,9 +134,9 @@ struct ComputeRole {
   static_assert(kKb2 <= 32, "GEMM2 readiness is tracked in a 32-bit mask of K128 blocks");
   using Ring = StageRing<kPath, kTiles, kTileN, kStages, kDecoded != 0>;
   // The token rows of a tile: kTileN, and kPairedRows where every GEMM1 segment is paired (kPairedAll, B <=
-  // kPairedRows). An expert draws more routes than B where a token routes to it more than once (moejit_bench_ep's
-  // baseline maps other ranks' routes onto one expert): it then runs more tiles, each paired, where a wider
-  // segment would have no loop (the step owners have none but the paired one).
+  // kPairedRows). An expert draws more routes than B where a router sends a token to it more than once: it then
+  // runs more tiles, each paired, where a wider segment would have no loop (the step owners have none but the
+  // paired one).
   static constexpr int kTileRows = kPaired == contract::kPairedAll ? contract::kPairedRows : kTileN;
   static constexpr bool kUnits = kSchedule == contract::kScheduleUnits;
   // The routing tables of a step of at most 32 routes by one warp (route_tables_warp: about 1 us sooner to the

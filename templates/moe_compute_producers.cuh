@@ -91,7 +91,7 @@ __device__ void ComputeRole<Config>::activation_producer(const ComputeParams& p,
   const int lane = threadIdx.x % 32;
   // Activation rows may come from the dispatch role (BF16 input, the exact path's BF16 image).
   griddep_wait();
-  const bool tracer = lane == 0 && (kActWarps == 1 || w == 0);  // the first activation warp's times stand for all
+  const bool tracer = lane == 0 && w == 0;  // the first activation warp's times stand for all
   if (tracer) trace(p, contract::kTraceActStart, globaltimer());
   u64 ready_waited = 0, waited = 0, routes_time = 0;
   StageCursor<kStages> cur;
