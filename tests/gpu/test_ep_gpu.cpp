@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpu_test_util.hpp"
+#include "oracle/ep_inputs.hpp"
 #include "oracle/moe_check.hpp"
 #include "oracle/moe_reference.hpp"
 #include "oracle/mx_format.hpp"
@@ -28,17 +29,6 @@ using gpu_test::download_sync;
 using runtime::DeviceBuffer;
 
 namespace {
-// Rewrites the routes of some tokens: `first..last` get k distinct experts from [lo, hi).
-void route_into(oracle::RandomInputs& in, int k, int first, int last, int lo, int hi, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int> pool(hi - lo);
-  for (int e = lo; e < hi; ++e) pool[e - lo] = e;
-  for (int t = first; t < last; ++t) {
-    std::shuffle(pool.begin(), pool.end(), rng);
-    for (int j = 0; j < k; ++j) in.routing.ids[t * k + j] = pool[j];
-  }
-}
-
 double cosine(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
   std::vector<double> x(a.size()), y(b.size());
   for (std::size_t i = 0; i < a.size(); ++i) x[i] = mx::bf16_value(a[i]);
@@ -81,17 +71,6 @@ struct Ranks {
     layers[rank]->forward(in.args(tokens, ws[rank].ptr()), parts.stream(rank));
   }
 };
-
-// The operator's four routings, then a rank that receives nothing (no route reaches the last rank's experts),
-// then tokens whose k experts all live on another rank (rank 0's on the last rank's experts).
-oracle::RandomInputs ep_inputs(const reference::MoeProblem& p, int R, int B, int routing, std::uint64_t seed) {
-  const oracle::RoutingKind kind = routing < 4 ? oracle::k_all_routings[routing] : oracle::RoutingKind::uniform;
-  oracle::RandomInputs in = oracle::random_inputs(p, R * B, kind, seed);
-  const int per_rank = p.experts / R;
-  if (routing == 4) route_into(in, p.top_k, 0, R * B, 0, (R - 1) * per_rank, seed);
-  if (routing == 5) route_into(in, p.top_k, 0, B, (R - 1) * per_rank, R * per_rank, seed);
-  return in;
-}
 
 // One forward of every rank on the R * B tokens of `in` against the R = 1 layer's y; with `replays`, that many
 // more forwards, which must give the same bits.
@@ -188,7 +167,7 @@ void run_sweep(const Sweep& sw) {
           for (const int routing : sw.routings) {
             CAPTURE(B);
             CAPTURE(routing);
-            const oracle::RandomInputs in = ep_inputs(p, R, B, routing, ++case_seed);
+            const oracle::RandomInputs in = oracle::ep_inputs(p, R, B, routing, ++case_seed);
             check_forward(ranks, single, ctx.get(), s1, p, w, in, B, routing == 0 && B == 8 ? sw.replays : 0);
           }
       }

@@ -12,6 +12,7 @@
 
 #include "codegen/moe_kernels.hpp"
 #include "jit/kernel_builder.hpp"
+#include "oracle/ep_inputs.hpp"
 #include "runtime/ep_ranks.hpp"
 #include "runtime/moe_layer.hpp"
 #include "templates/moe_contract.cuh"
@@ -336,4 +337,33 @@ TEST_CASE("expert parallelism: each EP mode bit changes the emitted kernels of t
     CHECK((on[1] != base[1]) == t.compute);
     CHECK((on[2] != base[2]) == t.finalize);
   }
+}
+
+TEST_CASE("the expert-parallel routing matrix: an idle last rank, all-remote tokens, and its bad arguments named") {
+  const reference::MoeProblem p = oracle::problem_of(codegen::builtin_model("glm5.2"));
+  const int R = 2, B = 8, k = p.top_k, per_rank = p.experts / R;
+  for (int routing = 0; routing < oracle::k_ep_routings; ++routing) {
+    CAPTURE(routing);
+    const oracle::RandomInputs in = oracle::ep_inputs(p, R, B, routing, 42 + routing);
+    REQUIRE(in.routing.ids.size() == std::size_t(R * B * k));
+    REQUIRE(in.xq.elements.size() == std::size_t(R * B) * p.hidden);
+    int on_last = 0;
+    for (int id : in.routing.ids) on_last += id >= (R - 1) * per_rank;
+    if (routing == 4) CHECK(on_last == 0);  // the last rank receives nothing
+    for (int t = 0; t < R * B; ++t) {
+      std::vector<int> ids(in.routing.ids.begin() + t * k, in.routing.ids.begin() + (t + 1) * k);
+      std::sort(ids.begin(), ids.end());
+      CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());  // k distinct experts
+      // Rank 0's tokens: every expert on the last rank (all remote).
+      if (routing == 5 && t < B) CHECK(ids.front() >= (R - 1) * per_rank);
+    }
+  }
+  CHECK(oracle::ep_routing_name(4) == "last-rank-idle");
+  CHECK(oracle::ep_routing_name(5) == "all-remote");
+  CHECK_THROWS_WITH_AS(oracle::ep_inputs(p, 3, B, 0, 1), doctest::Contains("ranks = 3 must be at least 2 and divide"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(oracle::ep_inputs(p, R, 0, 0, 1), doctest::Contains("per_rank_tokens = 0"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(oracle::ep_inputs(p, R, B, 6, 1), doctest::Contains("routing = 6 is outside [0, 6)"),
+                       std::invalid_argument);
 }
