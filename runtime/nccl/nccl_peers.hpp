@@ -20,16 +20,25 @@
 
 namespace moejit::runtime {
 
-// Every NCCL entry point moejit uses.
+// The NCCL entry points moejit uses: the communicator, the collectives of the
+// 2-GPU program's baseline (bench/ep_nccl/), and the symmetric memory.
 #define MOEJIT_NCCL_FUNCTIONS(X) \
   X(ncclGetVersion)              \
   X(ncclGetErrorString)          \
   X(ncclGetUniqueId)             \
   X(ncclCommInitRank)            \
+  X(ncclCommInitRankConfig)      \
   X(ncclCommInitAll)             \
+  X(ncclCommGetAsyncError)       \
+  X(ncclCommAbort)               \
   X(ncclCommDestroy)             \
   X(ncclCommCount)               \
   X(ncclCommUserRank)            \
+  X(ncclGroupStart)              \
+  X(ncclGroupEnd)                \
+  X(ncclAllGather)               \
+  X(ncclAllReduce)               \
+  X(ncclReduceScatter)           \
   X(ncclMemAlloc)                \
   X(ncclMemFree)                 \
   X(ncclCommWindowRegister)      \
@@ -40,15 +49,27 @@ struct NcclApi {
   MOEJIT_NCCL_FUNCTIONS(MOEJIT_NCCL_MEMBER)
 #undef MOEJIT_NCCL_MEMBER
   int version = 0;  // the library's ncclGetVersion (major * 10000 + minor * 100 + patch)
+  // Whether the peer-table kernel can read this library's windows: the same major.minor as the headers it was
+  // built with (k_nccl_built_version). Without it a deployment fills the table itself (init_rank_header).
+  bool lsa_windows = false;
 };
+
+// The library try_nccl loads: $MOEJIT_NCCL_LIBRARY where set (a path, e.g. the
+// libnccl.so.2 of a Python environment's nvidia-nccl wheel), else libnccl.so.2
+// from the loader's search path.
+inline constexpr const char* k_nccl_library_env = "MOEJIT_NCCL_LIBRARY";
+std::string nccl_library();
 
 // The NCCL moejit's peer-table kernel was compiled against: the window layout
 // it reads is this major.minor's, so the library must be the same major.minor.
 inline constexpr int k_nccl_built_version = NCCL_VERSION_CODE;
 
 // The loaded library, or null with `why` set: not found, an entry point
-// missing, or another major.minor than k_nccl_built_version.
+// missing, or older than NCCL 2.27 (the first with symmetric windows).
+// The first call reads nccl_library(); the library then stays loaded.
 const NcclApi* try_nccl(std::string* why = nullptr);
+// The same for the library at `path` (loaded once a path).
+const NcclApi* try_nccl_at(const std::string& path, std::string* why = nullptr);
 
 // The peer-table kernel's cubin for `target` (sm_90a, sm_100a, sm_120a), empty for another.
 std::span<const std::uint8_t> peer_table_cubin(std::string_view target);

@@ -4,6 +4,7 @@
 // against; bad calls are refused before any launch.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -35,6 +36,7 @@ TEST_CASE("libnccl.so.2 loads with every entry point moejit uses, at the NCCL it
   MOEJIT_NCCL_FUNCTIONS(MOEJIT_NCCL_CHECK)
 #undef MOEJIT_NCCL_CHECK
   CHECK(nccl->version / 100 == runtime::k_nccl_built_version / 100);
+  CHECK(nccl->lsa_windows);  // the CUDA toolkit's NCCL: the headers the peer-table kernel was built with
   CHECK(std::string(nccl->ncclGetErrorString(ncclInvalidArgument)).size() > 0);
   MESSAGE("NCCL " << nccl->version << " (built against " << runtime::k_nccl_built_version << ")");
 }
@@ -44,4 +46,24 @@ TEST_CASE("fill_peer_table refuses an unknown target and a peer count out of ran
                        doctest::Contains("no peer-table kernel for sm_80"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(runtime::fill_peer_table("sm_90a", nullptr, 0, 0, nullptr),
                        doctest::Contains("peers = 0 is outside [1, 1024]"), std::invalid_argument);
+}
+
+TEST_CASE("the NCCL library is $MOEJIT_NCCL_LIBRARY where set, and a library that does not load is named") {
+  const char* saved = std::getenv(runtime::k_nccl_library_env);
+  const std::string before = saved ? saved : "";
+  setenv(runtime::k_nccl_library_env, "/opt/elsewhere/libnccl.so.2", 1);
+  CHECK(runtime::nccl_library() == "/opt/elsewhere/libnccl.so.2");
+  setenv(runtime::k_nccl_library_env, "", 1);
+  CHECK(runtime::nccl_library() == "libnccl.so.2");
+  if (saved)
+    setenv(runtime::k_nccl_library_env, before.c_str(), 1);
+  else
+    unsetenv(runtime::k_nccl_library_env);
+  std::string why;
+  CHECK(runtime::try_nccl_at("/nonexistent/libnccl.so.2", &why) == nullptr);
+  CHECK(why.find("cannot load /nonexistent/libnccl.so.2") != std::string::npos);
+  // A library without NCCL's entry points (the C library) is refused by name.
+  why.clear();
+  CHECK(runtime::try_nccl_at("libc.so.6", &why) == nullptr);
+  CHECK(why.find("libc.so.6 has no ncclGetVersion") != std::string::npos);
 }
