@@ -1,0 +1,116 @@
+// The 2-GPU program's process side without a GPU (bench/ep_nccl/rank_launch):
+// the launcher reports each rank's end, kills the ranks that hang after
+// another failed, and the unique-id file is all or nothing.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/ep_nccl/rank_launch.hpp"
+
+using namespace moejit;
+using namespace std::chrono_literals;
+
+namespace {
+// /bin/sh -c SCRIPT sh --rank r: the script sees its rank as $2.
+std::vector<std::string> shell(const std::string& script) {
+  return {"/bin/sh", "-c", script, "sh"};
+}
+
+std::filesystem::path scratch_dir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "moejit-rank-launch-XXXXXX").string();
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+}  // namespace
+
+TEST_CASE("launch_ranks starts every rank with its --rank and reports each exit") {
+  const std::filesystem::path dir = scratch_dir();
+  std::vector<int> seen;
+  const auto exits = bench::launch_ranks(shell("echo $1 $2 > " + dir.string() + "/rank$2; exit $(( $2 * 3 ))"), 2, {},
+                                         [&](const bench::RankExit& e) { seen.push_back(e.rank); });
+  REQUIRE(exits.size() == 2);
+  CHECK(exits[0].ok());
+  CHECK(exits[1].code == 3);
+  CHECK_FALSE(exits[1].ok());
+  CHECK(seen.size() == 2);
+  CHECK(bench::describe(exits[1]).find("rank 1 (pid ") == 0);
+  CHECK(bench::describe(exits[1]).find("exited with 3") != std::string::npos);
+  for (int r = 0; r < 2; ++r) {
+    std::FILE* f = std::fopen((dir / ("rank" + std::to_string(r))).c_str(), "r");
+    REQUIRE(f);
+    char line[64] = {};
+    CHECK(std::fgets(line, sizeof line, f) != nullptr);
+    std::fclose(f);
+    CHECK(std::string(line) == "--rank " + std::to_string(r) + "\n");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a rank killed by a signal is reported, and a rank that then hangs is killed after the grace") {
+  bench::LaunchOptions o;
+  o.grace = 300ms;
+  const auto t0 = std::chrono::steady_clock::now();
+  // Rank 1 dies by SIGKILL (as a process killed mid-run); rank 0 never notices and sleeps on.
+  const auto exits = bench::launch_ranks(shell("if [ $2 = 1 ]; then kill -9 $$; fi; exec sleep 30"), 2, o);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(exits.size() == 2);
+  CHECK(exits[1].signal == 9);
+  CHECK_FALSE(exits[1].hung);
+  CHECK(bench::describe(exits[1]).find("was ended by signal 9") != std::string::npos);
+  CHECK(exits[0].hung);
+  CHECK_FALSE(exits[0].ok());
+  CHECK(bench::describe(exits[0]).find("was still running") != std::string::npos);
+  CHECK(seconds < 10.0);  // not the 30 s sleep
+}
+
+TEST_CASE("a survivor that reports the lost rank and exits is not killed") {
+  bench::LaunchOptions o;
+  o.grace = 5000ms;
+  const auto exits = bench::launch_ranks(shell("if [ $2 = 1 ]; then kill -9 $$; fi; sleep 0.2; exit 3"), 2, o);
+  CHECK(exits[1].signal == 9);
+  CHECK(exits[0].code == 3);
+  CHECK_FALSE(exits[0].hung);
+}
+
+TEST_CASE("the deadline kills every rank still running") {
+  bench::LaunchOptions o;
+  o.deadline = 300ms;
+  const auto exits = bench::launch_ranks(shell("exec sleep 30"), 3, o);
+  for (const auto& e : exits) CHECK(e.hung);
+  CHECK_THROWS_WITH_AS(bench::launch_ranks({"/nonexistent/moejit_ep_nccl"}, 2, o),
+                       doctest::Contains("cannot start rank 0 (/nonexistent/moejit_ep_nccl)"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(bench::launch_ranks(shell("true"), 0, o), doctest::Contains("ranks = 0 is outside [1, 64]"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("the unique-id file: published whole, awaited with a timeout, another size refused") {
+  const std::filesystem::path dir = scratch_dir();
+  const std::string path = (dir / "nccl-id").string();
+  CHECK_THROWS_WITH_AS(bench::await_id(path, 128, 50ms), doctest::Contains("did not appear within 50 ms"),
+                       std::runtime_error);
+  std::vector<unsigned char> id(128);
+  for (std::size_t i = 0; i < id.size(); ++i) id[i] = static_cast<unsigned char>(i * 7 + 1);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(100ms);
+    bench::publish_id(path, id);
+  });
+  const std::vector<unsigned char> got = bench::await_id(path, 128, 5000ms);
+  writer.join();
+  CHECK(got == id);
+  // Only the id is left in the folder (the temporary file was renamed into place).
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files += entry.is_regular_file();
+  CHECK(files == 1);
+  CHECK_THROWS_WITH_AS(bench::await_id(path, 64, 50ms), doctest::Contains("holds 128 bytes, not an NCCL unique id"),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(bench::publish_id((dir / "no" / "such" / "id").string(), id), doctest::Contains("cannot create"),
+                       std::runtime_error);
+  std::filesystem::remove_all(dir);
+}
