@@ -10,10 +10,8 @@
 // the copy bandwidth measured in the same run.
 //
 // The baseline, per rank r: the all-gather of every rank's x (R copies into
-// r's buffer), the R = 1 layer of r's E / R experts over all R B tokens (routes
-// to other ranks' experts get weight 0 on the experts r computes anyway, the
-// least loaded first, so they add no weight bytes unless an expert then needs
-// another token tile), and the scatter of the partial y rows back to their
+// r's buffer), the R = 1 layer of r's E / R experts over all R B tokens
+// (oracle::baseline_routes), and the scatter of the partial y rows back to their
 // ranks (R copies out); a rank's step ends when every rank's rows have reached
 // it. The final sum of a token's R partial rows is not counted (it favours the
 // baseline).
@@ -23,12 +21,12 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "bench_common.hpp"
+#include "oracle/ep_inputs.hpp"
 #include "oracle/moe_check.hpp"
 #include "runtime/ep_ranks.hpp"
 #include "runtime/moe_layer.hpp"
@@ -45,11 +43,10 @@ constexpr int kWarmup = 8;
 
 // One input set on one rank: its B tokens (EP), and the baseline's view of all R B tokens.
 struct RankSet {
-  DeviceBuffer xq, xs, ids, w;      // the rank's tokens
-  DeviceBuffer base_ids, base_w;    // all tokens, ids local to the rank (other ranks' routes weighted 0)
-  int touched = 0;                  // the rank's experts this set reaches
-  double pulled = 0, returned = 0;  // EP: routes of other ranks' tokens it computes, of its tokens others compute
-  double pulled_tokens = 0;         // EP: other ranks' tokens with a route to it (what the pull reads)
+  DeviceBuffer xq, xs, ids, w;    // the rank's tokens
+  DeviceBuffer base_ids, base_w;  // all tokens, ids local to the rank (other ranks' routes weighted 0)
+  int touched = 0;                // the rank's experts this set reaches
+  oracle::EpTraffic traffic;      // EP: what its forward moves between ranks
 };
 
 struct Step {
@@ -161,49 +158,20 @@ int run(int argc, char** argv) {
             s.xs = upload(slice(in.xq.scales, H / 32));
             s.ids = upload(slice(in.routing.ids, k));
             s.w = upload(slice(in.routing.weights, k));
-            std::set<int> mine, tokens;
-            for (std::size_t i = 0; i < in.routing.ids.size(); ++i) {
-              const int owner = in.routing.ids[i] / per_rank, from = int(i / k) / B;
-              if (owner == r) mine.insert(in.routing.ids[i] - r * per_rank);
-              if (owner == r && from != r) s.pulled += 1, tokens.insert(int(i / k));
-              if (from == r && owner != r) s.returned += 1;
-            }
-            s.pulled_tokens = double(tokens.size());
-            s.touched = int(mine.size());
-            // A route to another rank's expert: weight 0 on the touched local expert with the fewest routes so far
-            // (the lowest id of a tie). Piled on one expert they would run more token tiles, each streaming its
-            // weights again (at R B <= 4 a tile holds 4 rows: ComputeRole::kTileRows).
-            std::vector<std::int32_t> ids(in.routing.ids.size());
-            std::vector<float> w(in.routing.weights.size());
-            std::vector<int> load(per_rank, 0);
-            for (std::size_t i = 0; i < ids.size(); ++i)
-              if (in.routing.ids[i] / per_rank == r) ++load[in.routing.ids[i] - r * per_rank];
-            for (std::size_t i = 0; i < ids.size(); ++i) {
-              const bool local = in.routing.ids[i] / per_rank == r;
-              int e = local ? in.routing.ids[i] - r * per_rank : 0;  // (expert 0 where the rank touches none)
-              if (!local && !mine.empty()) {
-                e = *std::min_element(mine.begin(), mine.end(), [&](int a, int b) { return load[a] < load[b]; });
-                ++load[e];
-              }
-              ids[i] = e;
-              w[i] = local ? in.routing.weights[i] : 0.0f;
-            }
-            s.base_ids = upload(ids);
-            s.base_w = upload(w);
+            s.traffic = oracle::ep_traffic(in.routing, p.experts, R, r, B, int(k));
+            const oracle::BaselineRoutes base = oracle::baseline_routes(in.routing, p.experts, R, r);
+            s.touched = base.touched;
+            s.base_ids = upload(base.ids);
+            s.base_w = upload(base.weights);
             touched += double(s.touched) / kSets;
             sets[si].push_back(std::move(s));
           }
         }
-        // Bytes between ranks, per rank: EP reads an x row (its MXFP8 split rows and scale words) per route of
-        // another rank's token it computes, or with the pull (contract::kEpPull) once per such token, and returns a
-        // BF16 row per such route; the baseline copies in the other R - 1 ranks' x rows (MXFP8 and scales) and
-        // copies out their partial y rows.
+        // Bytes between ranks, per rank (oracle::EpTraffic); the baseline copies in the other R - 1 ranks' x rows
+        // (MXFP8 and scales) and copies out their partial y rows.
         const bool pull = ep[0]->plan(B).ep.has(contract::kEpPull);
         for (int si = 0; si < kSets; ++si)
-          for (int r = 0; r < R; ++r) {
-            const RankSet& s = sets[si][r];
-            ep_bytes += ((pull ? s.pulled_tokens : s.pulled) * (2.0 * H + H / 32) + s.pulled * 2.0 * H) / (kSets * R);
-          }
+          for (int r = 0; r < R; ++r) ep_bytes += sets[si][r].traffic.bytes(int(H), pull) / (kSets * R);
         const double base_bytes = double(R - 1) * B * (H + H / 32 + 2.0 * H);
 
         std::vector<DeviceBuffer> y, x_all, xs_all, y_part, recv;

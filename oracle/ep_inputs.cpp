@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -45,6 +46,45 @@ RandomInputs ep_inputs(const reference::MoeProblem& p, int ranks, int per_rank_t
   if (routing == 4) route_into(in, k, 0, R * B, 0, (R - 1) * per_rank, seed);
   if (routing == 5) route_into(in, k, 0, B, (R - 1) * per_rank, R * per_rank, seed);
   return in;
+}
+
+BaselineRoutes baseline_routes(const reference::Routing& global, int experts, int ranks, int rank) {
+  const int per_rank = experts / ranks;
+  BaselineRoutes b;
+  b.ids.resize(global.ids.size());
+  b.weights.resize(global.weights.size());
+  std::set<int> mine;
+  std::vector<int> load(per_rank, 0);
+  for (const int id : global.ids)
+    if (id / per_rank == rank) mine.insert(id - rank * per_rank), ++load[id - rank * per_rank];
+  b.touched = int(mine.size());
+  for (std::size_t i = 0; i < b.ids.size(); ++i) {
+    const bool local = global.ids[i] / per_rank == rank;
+    int e = local ? global.ids[i] - rank * per_rank : 0;
+    if (!local && !mine.empty()) {
+      // Piled on one expert they would run more token tiles, each streaming its weights again (at R B <= 4 a
+      // tile holds 4 rows: ComputeRole::kTileRows).
+      e = *std::min_element(mine.begin(), mine.end(), [&](int x, int y) { return load[x] < load[y]; });
+      ++load[e];
+    }
+    b.ids[i] = e;
+    b.weights[i] = local ? global.weights[i] : 0.0f;
+  }
+  return b;
+}
+
+EpTraffic ep_traffic(const reference::Routing& global, int experts, int ranks, int rank, int per_rank_tokens,
+                     int top_k) {
+  const int per_rank = experts / ranks;
+  EpTraffic t;
+  std::set<int> tokens;
+  for (std::size_t i = 0; i < global.ids.size(); ++i) {
+    const int owner = global.ids[i] / per_rank, token = int(i) / top_k, from = token / per_rank_tokens;
+    if (owner == rank && from != rank) t.pulled_routes += 1, tokens.insert(token);
+    if (from == rank && owner != rank) t.returned_routes += 1;
+  }
+  t.pulled_tokens = double(tokens.size());
+  return t;
 }
 
 }  // namespace moejit::oracle

@@ -367,3 +367,29 @@ TEST_CASE("the expert-parallel routing matrix: an idle last rank, all-remote tok
   CHECK_THROWS_WITH_AS(oracle::ep_inputs(p, R, B, 6, 1), doctest::Contains("routing = 6 is outside [0, 6)"),
                        std::invalid_argument);
 }
+
+TEST_CASE("the EP benches' baseline routes and link traffic, on a routing small enough to count by hand") {
+  // E = 8 experts on R = 2 ranks (rank 1: experts 4..7), k = 2, B = 2 tokens a rank (tokens 2, 3 are rank 1's).
+  reference::Routing g;
+  g.ids = {4, 5, /*token 1*/ 0, 1, /*token 2*/ 4, 0, /*token 3*/ 6, 2};
+  g.weights = {0.5f, 0.5f, 0.25f, 0.75f, 0.4f, 0.6f, 0.9f, 0.1f};
+  // Rank 1 computes token 0's two routes and token 2's route to expert 4 and token 3's to 6 (its own); token 0 is
+  // the one other-rank token it pulls. Rank 1's tokens send token 2's route to 0 and token 3's to 2 to rank 0.
+  const oracle::EpTraffic t1 = oracle::ep_traffic(g, 8, 2, 1, 2, 2);
+  CHECK(t1.pulled_routes == 2);
+  CHECK(t1.pulled_tokens == 1);
+  CHECK(t1.returned_routes == 2);
+  const oracle::EpTraffic t0 = oracle::ep_traffic(g, 8, 2, 0, 2, 2);
+  CHECK(t0.pulled_routes == 2);  // token 2 -> 0, token 3 -> 2
+  CHECK(t0.pulled_tokens == 2);
+  CHECK(t0.returned_routes == 2);
+  const int H = 64;
+  CHECK(t1.bytes(H, true) == 1 * (2.0 * H + H / 32.0) + 2 * 2.0 * H);
+  CHECK(t1.bytes(H, false) == 2 * (2.0 * H + H / 32.0) + 2 * 2.0 * H);
+  // Rank 1's baseline: local ids 0 (expert 4, two routes), 1 (expert 5, one), 2 (expert 6, one); the four
+  // other-rank routes go, weight 0, to the least loaded touched expert each time (lowest id on a tie).
+  const oracle::BaselineRoutes b = oracle::baseline_routes(g, 8, 2, 1);
+  CHECK(b.touched == 3);
+  CHECK(b.ids == std::vector<std::int32_t>{0, 1, 1, 2, 0, 0, 2, 1});
+  CHECK(b.weights == std::vector<float>{0.5f, 0.5f, 0.0f, 0.0f, 0.4f, 0.0f, 0.9f, 0.0f});
+}
