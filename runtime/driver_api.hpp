@@ -44,6 +44,11 @@ namespace moejit::runtime {
   X(cuMemFree, 3020)                                   \
   X(cuMemGetInfo, 3020)                                \
   X(cuMemGetAddressRange, 3020)                        \
+  X(cuIpcGetMemHandle, 4010)                           \
+  X(cuIpcOpenMemHandle, 11000)                         \
+  X(cuIpcCloseMemHandle, 4010)                         \
+  X(cuDeviceCanAccessPeer, 4000)                       \
+  X(cuCtxEnablePeerAccess, 4000)                       \
   X(cuMemcpyHtoD, 3020)                                \
   X(cuMemcpyDtoH, 3020)                                \
   X(cuMemcpyHtoDAsync, 3020)                           \

@@ -23,6 +23,11 @@
 #             schedule on two warpgroups, and a call's 10 minutes may not hold them with the rest)
 #   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
 #   ep        expert parallelism on R = 2 and 4 partitions: its GPU tests, then moejit_bench_ep
+#   ep2       expert parallelism on 2 GPUs over NCCL (the nvidia-h200-x2 machine; issue 17): how the GPUs link,
+#             moejit_ep_nccl check in one process (ncclCommInitAll) on a few points, then with one process a GPU
+#             on every B and routing (100 replays), bench, and soak with rank 1 killed mid-run (its log ends
+#             "1 of 2 ranks failed": rank 1 by signal 9, rank 0 reporting it with exit 3). NCCL: $MOEJIT_NCCL_LIBRARY,
+#             else the loader's libnccl.so.2, else the machine's Python nvidia-nccl wheel's
 #   small-b   the B <= 8 candidates, each checked first (`moejit run`): the unit schedule against stream at
 #             B = 1, 2, 4, the planned PDL (B <= 2) against --no-pdl, and tile_n 8 and the 7-stage ring at
 #             B = 8 against the plan (4 stages), A/B'd in the bench twice
@@ -195,7 +200,19 @@ for step in "${steps[@]}"; do
       run gpu-tests-ep.log moejit_gpu_tests --duration=true -tc='expert parallelism*'
       run bench-ep.log moejit_bench_ep
       ;;
-    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python small-b trace decoded partitions ep)" | tee -a "$OUT/summary.txt" ;;
+    ep2)
+      if [ -z "${MOEJIT_NCCL_LIBRARY:-}" ] && ! ldconfig -p | grep -q 'libnccl.so.2 '; then
+        MOEJIT_NCCL_LIBRARY=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+        export MOEJIT_NCCL_LIBRARY
+      fi
+      export NCCL_NVLS_ENABLE=0  # never NVLink multicast (the device's rule; moejit does not use it)
+      run ep2-topology.log sh -c 'nvidia-smi topo -m; echo "MOEJIT_NCCL_LIBRARY=${MOEJIT_NCCL_LIBRARY:-}"'
+      run ep2-check-single.log moejit_ep_nccl check --single-process 2 --model glm5.2 --batches 1,8,64 --replays 20
+      run ep2-check.log moejit_ep_nccl check --launch 2
+      run ep2-bench.log moejit_ep_nccl bench --launch 2
+      run ep2-kill.log moejit_ep_nccl soak --launch 2 --die-rank 1 --die-after 20
+      ;;
+    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python small-b trace decoded partitions ep ep2)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
 tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$LOGS"

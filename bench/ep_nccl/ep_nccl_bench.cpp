@@ -1,0 +1,300 @@
+// moejit_ep_nccl bench: the expert-parallel layer on R GPUs against NCCL's
+// all-gather + the one-GPU layer of the rank's experts + reduce-scatter, in the
+// same run (METHOD.md: CUDA events around each forward, warm-up, median over
+// rotated input sets; the step is the slowest rank's median).
+//
+// The baseline, per rank r: ncclAllGather of every rank's x (MXFP8 rows and
+// scale words: at R = 2 and k = 8 a token reaches the other rank's experts
+// with probability 1 - 2^-8, so an all-to-all of x moves the same rows), the
+// one-GPU layer of r's E / R experts over all R B tokens
+// (oracle::baseline_routes), and ncclReduceScatter (BF16 sum) of the partial
+// y rows, which also does the final combine. Each GPU streams its own experts
+// from its own HBM: a rank's floor is its touched experts' bytes over its copy
+// bandwidth, the step's the largest of them.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "bench/bench_common.hpp"
+#include "bench/ep_nccl/ep_nccl_runs.hpp"
+#include "oracle/ep_inputs.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver_api.hpp"
+#include "runtime/ep_ranks.hpp"
+#include "templates/moe_contract.cuh"
+
+namespace moejit::bench {
+namespace {
+using runtime::DeviceBuffer;
+constexpr int kSets = 4, kIters = 40, kWarmup = 8;
+constexpr std::chrono::milliseconds kCallTimeout{60000};
+
+template <class T>
+DeviceBuffer upload(const std::vector<T>& v) {
+  DeviceBuffer b(v.size() * sizeof(T));
+  b.upload(v);
+  return b;
+}
+
+// One input set on one rank: its B tokens (EP), the baseline's routes of all R B tokens, and what EP moves.
+struct RankSet {
+  DeviceBuffer xq, xs, ids, w, base_ids, base_w;
+  oracle::EpTraffic traffic;
+  int touched = 0;
+};
+
+void nccl_ok(const runtime::NcclApi& api, ncclResult_t r, const char* what) {
+  if (r != ncclSuccess && r != ncclInProgress)
+    throw std::runtime_error(fmt::format("{} failed: {}", what, api.ncclGetErrorString(r)));
+}
+
+// Every rank's `values` (the same count on each), rank-major, on every local rank.
+std::vector<double> all_gather(NcclRanks& ranks, const std::vector<std::vector<double>>& values) {
+  const std::size_t n = values.front().size(), R = std::size_t(ranks.ranks());
+  std::vector<DeviceBuffer> send, recv;
+  const bool grouped = ranks.local().size() > 1;
+  if (grouped) ranks.settle(ranks.local()[0], ranks.api().ncclGroupStart(), "ncclGroupStart", kCallTimeout);
+  for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+    NcclRank& r = ranks.local()[i];
+    MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+    send.push_back(upload(values[i]));
+    recv.emplace_back(n * R * sizeof(double));
+    ranks.settle(r,
+                 ranks.api().ncclAllGather(reinterpret_cast<void*>(send[i].ptr()),
+                                           reinterpret_cast<void*>(recv[i].ptr()), n, ncclFloat64, r.comm, r.stream),
+                 "ncclAllGather (results)", kCallTimeout);
+  }
+  if (grouped) ranks.settle(ranks.local()[0], ranks.api().ncclGroupEnd(), "ncclGroupEnd", kCallTimeout);
+  std::vector<double> all(n * R);
+  MOEJIT_CU(cuCtxSetCurrent, ranks.local()[0].ctx);
+  MOEJIT_CU(cuStreamSynchronize, ranks.local()[0].stream);
+  recv[0].download(all);
+  for (std::size_t i = 1; i < ranks.local().size(); ++i) {
+    MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+    MOEJIT_CU(cuStreamSynchronize, ranks.local()[i].stream);
+  }
+  return all;
+}
+}  // namespace
+
+int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
+  const int R = ranks.ranks();
+  auto& local = ranks.local();
+  const bool printer = local.front().rank == 0;
+  const int max_b = *std::max_element(o.batches.begin(), o.batches.end());
+  std::vector<double> bw;
+  for (NcclRank& r : local) {
+    MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+    bw.push_back(copy_bandwidth_gbs(r.stream));
+  }
+  if (printer) {
+    MOEJIT_CU(cuCtxSetCurrent, local.front().ctx);
+    const runtime::DeviceInfo dev = runtime::query_device(local.front().device);
+    emit(o,
+         fmt::format("{} ranks, one {} ({} SMs) each; rank 0: copy bandwidth {:.0f} GB/s (read+write), SM clock {:.0f} "
+                     "MHz; NCCL {}; peer table {}\n{:<13} {:>2} {:>4} {:>9} {:>9} {:>7} {:>9} {:>7} {:>8} {:>7} {:>8} "
+                     "{:>7}  {}",
+                     R, dev.name, dev.sm_count, bw.front(), sm_clock_mhz(local.front().stream), ranks.api().version,
+                     peer_table_name(*o.peers), "model", "R", "B", "floor_us", "ep_us", "%floor", "base_us", "speedup",
+                     "ep_MB/r", "ep_GB/s", "base_MB", "base_GB/s", "ep_modes"),
+         nlohmann::json{{"ranks", R},
+                        {"device", dev.name},
+                        {"copy_bandwidth_gbs", bw.front()},
+                        {"nccl", ranks.api().version},
+                        {"peer_table", peer_table_name(*o.peers)}}
+             .dump());
+  }
+  for (const std::string& model : o.models) {
+    const codegen::MoeConfig config = codegen::builtin_model(model);
+    const reference::MoeProblem p = oracle::problem_of(config);
+    const std::size_t H = p.hidden, k = p.top_k;
+    const std::uint64_t seed = model_seed(o, model);
+    std::vector<RankModel> models = load_model(ranks, config, seed, o);
+    codegen::MoeConfig base_config = config;
+    base_config.experts = config.experts / R;  // one GPU's layer of the rank's experts, over every rank's tokens
+    base_config.name = config.name + "-shard";
+    base_config.token_capacity = R * max_b;
+    std::vector<std::unique_ptr<runtime::MoeLayer>> base;
+    std::vector<CUevent> start(local.size()), end(local.size());
+    for (std::size_t i = 0; i < local.size(); ++i) {
+      MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+      base.push_back(std::make_unique<runtime::MoeLayer>(
+          base_config, runtime::expert_shard(models[i].weights->device(), config, local[i].rank, R)));
+      MOEJIT_CU(cuEventCreate, &start[i], CU_EVENT_DEFAULT);
+      MOEJIT_CU(cuEventCreate, &end[i], CU_EVENT_DEFAULT);
+    }
+    ranks.setup_workspaces(models[0].ep->workspace_bytes(), *o.peers, o.rank_timeout,
+                           runtime::query_device(local[0].device).target_name());
+    for (const int B : o.batches) {
+      const int T = R * B;
+      std::vector<std::vector<RankSet>> sets(local.size());
+      std::vector<double> touched(local.size(), 0.0), ep_bytes(local.size(), 0.0);
+      const bool pull = models[0].ep->plan(B).ep.has(contract::kEpPull);
+      for (int si = 0; si < kSets; ++si) {
+        const oracle::RandomInputs in =
+            oracle::random_inputs(p, T, oracle::RoutingKind::uniform, seed + 1000003ull * B + si);
+        for (std::size_t i = 0; i < local.size(); ++i) {
+          const int r = local[i].rank;
+          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+          auto slice = [&](const auto& v, std::size_t per) {
+            using V = typename std::decay_t<decltype(v)>::value_type;
+            return std::vector<V>(v.begin() + r * B * per, v.begin() + (r + 1) * B * per);
+          };
+          RankSet s;
+          s.xq = upload(slice(in.xq.elements, H));
+          s.xs = upload(slice(in.xq.scales, H / 32));
+          s.ids = upload(slice(in.routing.ids, k));
+          s.w = upload(slice(in.routing.weights, k));
+          const oracle::BaselineRoutes b = oracle::baseline_routes(in.routing, p.experts, R, r);
+          s.base_ids = upload(b.ids);
+          s.base_w = upload(b.weights);
+          s.touched = b.touched;
+          s.traffic = oracle::ep_traffic(in.routing, p.experts, R, r, B, int(k));
+          touched[i] += double(s.touched) / kSets;
+          ep_bytes[i] += s.traffic.bytes(int(H), pull) / kSets;
+          sets[i].push_back(std::move(s));
+        }
+      }
+      std::vector<DeviceBuffer> y, x_all, xs_all, y_part;
+      for (std::size_t i = 0; i < local.size(); ++i) {
+        MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+        y.emplace_back(std::size_t(B) * H * 2);
+        x_all.emplace_back(std::size_t(T) * H);
+        xs_all.emplace_back(std::size_t(T) * H / 32);
+        y_part.emplace_back(std::size_t(T) * H * 2);
+      }
+      auto ep_args = [&](std::size_t i, int si) {
+        const RankSet& s = sets[i][si];
+        runtime::MoeForwardArgs a{s.xq.ptr(), s.xs.ptr(), 0, s.ids.ptr(), s.w.ptr(), y[i].ptr(), B};
+        a.workspace = local[i].ws;
+        return a;
+      };
+      auto ep_forward = [&](int si) {
+        for (std::size_t i = 0; i < local.size(); ++i) {
+          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+          MOEJIT_CU(cuEventRecord, start[i], local[i].stream);
+          models[i].ep->forward(ep_args(i, si), local[i].stream);
+          MOEJIT_CU(cuEventRecord, end[i], local[i].stream);
+        }
+      };
+      // One collective over every local rank, as one group (the x all-gather is two), settled on each.
+      auto collective = [&](const char* what, auto&& call) {
+        ranks.settle(local[0], ranks.api().ncclGroupStart(), "ncclGroupStart", kCallTimeout);
+        for (std::size_t i = 0; i < local.size(); ++i) {
+          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+          call(i);
+        }
+        const ncclResult_t ended = ranks.api().ncclGroupEnd();
+        for (std::size_t i = 0; i < local.size(); ++i) ranks.settle(local[i], ended, what, kCallTimeout);
+      };
+      auto base_forward = [&](int si) {
+        for (std::size_t i = 0; i < local.size(); ++i) {
+          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+          MOEJIT_CU(cuEventRecord, start[i], local[i].stream);
+        }
+        collective("ncclAllGather (x)", [&](std::size_t i) {
+          const RankSet& s = sets[i][si];
+          nccl_ok(
+              ranks.api(),
+              ranks.api().ncclAllGather(reinterpret_cast<void*>(s.xq.ptr()), reinterpret_cast<void*>(x_all[i].ptr()),
+                                        B * H, ncclUint8, local[i].comm, local[i].stream),
+              "ncclAllGather (x rows)");
+          nccl_ok(
+              ranks.api(),
+              ranks.api().ncclAllGather(reinterpret_cast<void*>(s.xs.ptr()), reinterpret_cast<void*>(xs_all[i].ptr()),
+                                        B * H / 32, ncclUint8, local[i].comm, local[i].stream),
+              "ncclAllGather (x scales)");
+        });
+        for (std::size_t i = 0; i < local.size(); ++i) {
+          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+          const RankSet& s = sets[i][si];
+          base[i]->forward({x_all[i].ptr(), xs_all[i].ptr(), 0, s.base_ids.ptr(), s.base_w.ptr(), y_part[i].ptr(), T},
+                           local[i].stream);
+        }
+        collective("ncclReduceScatter (y)", [&](std::size_t i) {
+          nccl_ok(ranks.api(),
+                  ranks.api().ncclReduceScatter(reinterpret_cast<void*>(y_part[i].ptr()),
+                                                reinterpret_cast<void*>(y[i].ptr()), B * H, ncclBfloat16, ncclSum,
+                                                local[i].comm, local[i].stream),
+                  "ncclReduceScatter (y)");
+        });
+        for (std::size_t i = 0; i < local.size(); ++i) {
+          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+          MOEJIT_CU(cuEventRecord, end[i], local[i].stream);
+        }
+      };
+      auto measure = [&](auto&& forward) {
+        for (int n = 0; n < kWarmup; ++n) forward(n % kSets);
+        std::vector<std::vector<double>> us(local.size());
+        for (int n = 0; n < kIters; ++n) {
+          forward(n % kSets);
+          for (std::size_t i = 0; i < local.size(); ++i) {
+            MOEJIT_CU(cuEventSynchronize, end[i]);
+            us[i].push_back(elapsed_ms(start[i], end[i]) * 1e3);
+          }
+        }
+        std::vector<double> median;
+        for (auto& u : us) median.push_back(percentile(u, 0.5));
+        return median;
+      };
+      // Every rank's kernels built and loaded before any rank launches (docs/expert-parallelism.md).
+      for (std::size_t i = 0; i < local.size(); ++i) {
+        MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+        models[i].ep->launches(ep_args(i, 0), local[i].stream);
+      }
+      ranks.barrier();
+      const std::vector<double> ep_us = measure(ep_forward);
+      if (auto lost = lost_rank(ranks)) {
+        emit(o, fmt::format("{} B = {}: {}", model, B, *lost), nlohmann::json{{"lost_rank", *lost}}.dump());
+        ranks.abandon();
+        return kExitLostRank;
+      }
+      const std::vector<double> base_us = measure(base_forward);
+      const double expert_bytes_ = expert_bytes(p);
+      std::vector<std::vector<double>> mine;
+      for (std::size_t i = 0; i < local.size(); ++i)
+        mine.push_back({ep_us[i], base_us[i], touched[i] * expert_bytes_ / (bw[i] * 1e9) * 1e6, ep_bytes[i]});
+      const std::vector<double> all = all_gather(ranks, mine);
+      if (!printer) continue;
+      double ep = 0, bs = 0, floor = 0, bytes = 0;
+      for (int r = 0; r < R; ++r) {
+        ep = std::max(ep, all[4 * r]);
+        bs = std::max(bs, all[4 * r + 1]);
+        floor = std::max(floor, all[4 * r + 2]);
+        bytes += all[4 * r + 3] / R;
+      }
+      const double base_bytes = double(R - 1) * B * (H + H / 32.0 + 2.0 * H);
+      const std::string modes = codegen::ep_mode_names(models[0].ep->plan(B).ep.mode);
+      emit(o,
+           fmt::format("{:<13} {:>2} {:>4} {:>9.1f} {:>9.1f} {:>6.1f}% {:>9.1f} {:>6.2f}x {:>8.2f} {:>7.1f} {:>8.2f} "
+                       "{:>7.1f}  {}",
+                       model, R, B, floor, ep, 100.0 * floor / ep, bs, bs / ep, bytes / 1e6, bytes / ep / 1e3,
+                       base_bytes / 1e6, base_bytes / bs / 1e3, modes),
+           nlohmann::json{{"model", model},
+                          {"R", R},
+                          {"B", B},
+                          {"floor_us", floor},
+                          {"ep_us", ep},
+                          {"base_us", bs},
+                          {"speedup", bs / ep},
+                          {"ep_bytes_per_rank", bytes},
+                          {"base_bytes_per_rank", base_bytes},
+                          {"ep_modes", modes}}
+               .dump());
+    }
+    ranks.free_workspaces();
+    for (std::size_t i = 0; i < local.size(); ++i) {
+      MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+      models[i].ep->release_stream(local[i].stream);
+      base[i]->release_stream(local[i].stream);
+      MOEJIT_CU(cuEventDestroy, start[i]);
+      MOEJIT_CU(cuEventDestroy, end[i]);
+    }
+  }
+  return 0;
+}
+
+}  // namespace moejit::bench

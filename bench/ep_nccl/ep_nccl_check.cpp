@@ -1,0 +1,218 @@
+// moejit_ep_nccl check and soak: the expert-parallel layer on R GPUs against
+// the one-GPU layer, and a rank lost mid-run.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "bench/ep_nccl/ep_nccl_runs.hpp"
+#include "oracle/ep_inputs.hpp"
+#include "oracle/moe_reference.hpp"
+#include "oracle/mx_format.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver_api.hpp"
+#include "runtime/ep_ranks.hpp"
+
+namespace moejit::bench {
+namespace {
+using runtime::DeviceBuffer;
+
+// One rank's B tokens of the global inputs on its GPU, and its y.
+struct RankInputs {
+  DeviceBuffer xq, xs, ids, w, y;
+  RankInputs(const reference::MoeProblem& p, const oracle::RandomInputs& in, int first, int tokens, CUstream s)
+      : xq(std::size_t(tokens) * p.hidden),
+        xs(std::size_t(tokens) * p.hidden / 32),
+        ids(std::size_t(tokens) * p.top_k * 4),
+        w(std::size_t(tokens) * p.top_k * 4),
+        y(std::size_t(tokens) * p.hidden * 2) {
+    const std::size_t H = p.hidden, k = p.top_k, t0 = first, n = tokens;
+    MOEJIT_CU(cuMemcpyHtoDAsync, xq.ptr(), in.xq.elements.data() + t0 * H, n * H, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, xs.ptr(), in.xq.scales.data() + t0 * H / 32, n * H / 32, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, ids.ptr(), in.routing.ids.data() + t0 * k, n * k * 4, s);
+    MOEJIT_CU(cuMemcpyHtoDAsync, w.ptr(), in.routing.weights.data() + t0 * k, n * k * 4, s);
+    MOEJIT_CU(cuMemsetD8Async, y.ptr(), 0xFF, y.bytes(), s);  // poison
+  }
+  runtime::MoeForwardArgs args(int tokens, CUdeviceptr workspace) const {
+    runtime::MoeForwardArgs a{xq.ptr(), xs.ptr(), 0, ids.ptr(), w.ptr(), y.ptr(), tokens};
+    a.workspace = workspace;
+    return a;
+  }
+  std::vector<std::uint16_t> download(CUstream s) const {
+    std::vector<std::uint16_t> v(y.bytes() / 2);
+    MOEJIT_CU(cuStreamSynchronize, s);
+    y.download(v);
+    return v;
+  }
+};
+
+std::size_t bad_elements(const std::vector<std::uint16_t>& y) {  // NaN, Inf or the poison
+  std::size_t bad = 0;
+  for (const std::uint16_t v : y) bad += (v & 0x7F80u) == 0x7F80u;
+  return bad;
+}
+
+double cosine(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
+  std::vector<double> x(a.size()), y(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) x[i] = mx::bf16_value(a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) y[i] = mx::bf16_value(b[i]);
+  return reference::compare(x, y).cosine;
+}
+
+int report_lost(NcclRanks& ranks, const EpNcclOptions& o, const std::string& error, const std::string& where) {
+  emit(o, fmt::format("{}: {}", where, error), nlohmann::json{{"lost_rank", error}, {"where", where}}.dump());
+  ranks.abandon();
+  return kExitLostRank;
+}
+}  // namespace
+
+int run_check(NcclRanks& ranks, const EpNcclOptions& o) {
+  const int R = ranks.ranks();
+  int failed = 0, passed = 0;
+  for (const std::string& model : o.models) {
+    const codegen::MoeConfig config = codegen::builtin_model(model);
+    const reference::MoeProblem p = oracle::problem_of(config);
+    const std::uint64_t seed = model_seed(o, model);
+    std::vector<RankModel> models = load_model(ranks, config, seed, o);
+    // The one-GPU layer of all E experts on every local rank's GPU: the y each rank's tokens must get.
+    std::vector<std::unique_ptr<runtime::MoeLayer>> single;
+    for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+      MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+      single.push_back(std::make_unique<runtime::MoeLayer>(config, models[i].weights->device()));
+    }
+    ranks.setup_workspaces(models[0].ep->workspace_bytes(), *o.peers, o.rank_timeout,
+                           runtime::query_device(ranks.local()[0].device).target_name());
+    std::uint64_t case_seed = seed;
+    for (const int B : o.batches)
+      for (const int routing : o.routings) {
+        const oracle::RandomInputs in = oracle::ep_inputs(p, R, B, routing, ++case_seed);
+        std::vector<std::unique_ptr<RankInputs>> all, mine;
+        std::vector<std::vector<std::uint16_t>> want;
+        for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+          NcclRank& r = ranks.local()[i];
+          MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+          all.push_back(std::make_unique<RankInputs>(p, in, 0, R * B, r.stream));
+          single[i]->forward(all[i]->args(R * B, 0), r.stream);
+          const std::vector<std::uint16_t> y = all[i]->download(r.stream);
+          want.emplace_back(y.begin() + std::size_t(r.rank) * B * p.hidden,
+                            y.begin() + std::size_t(r.rank + 1) * B * p.hidden);
+          mine.push_back(std::make_unique<RankInputs>(p, in, r.rank * B, B, r.stream));
+          // Every rank's kernels built and loaded before any rank launches (docs/expert-parallelism.md).
+          models[i].ep->launches(mine[i]->args(B, r.ws), r.stream);
+        }
+        ranks.barrier();
+        for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+          MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+          models[i].ep->forward(mine[i]->args(B, ranks.local()[i].ws), ranks.local()[i].stream);
+        }
+        const std::string where = fmt::format("{} B = {} {}", model, B, oracle::ep_routing_name(routing));
+        if (auto lost = lost_rank(ranks)) return report_lost(ranks, o, *lost, where);
+        std::vector<std::vector<std::uint16_t>> got;
+        for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+          MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+          got.push_back(mine[i]->download(ranks.local()[i].stream));
+        }
+        // The uniform routing: `replays` more forwards (each its role graph's replay) give the same bits.
+        const int replays = routing == 0 ? o.replays : 0;
+        bool stable = true;
+        for (int n = 0; n < replays; ++n) {
+          for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+            MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+            models[i].ep->forward(mine[i]->args(B, ranks.local()[i].ws), ranks.local()[i].stream);
+          }
+          if (auto lost = lost_rank(ranks)) return report_lost(ranks, o, *lost, where + fmt::format(", replay {}", n));
+          if (n % 10 == 9 || n == replays - 1)
+            for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+              MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+              stable = stable && mine[i]->download(ranks.local()[i].stream) == got[i];
+            }
+        }
+        for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+          const double c = cosine(got[i], want[i]);
+          const std::size_t bad = bad_elements(got[i]);
+          const bool ok = c >= 0.99999 && bad == 0 && stable;
+          (ok ? passed : failed) += 1;
+          const int rank = ranks.local()[i].rank;
+          emit(o,
+               fmt::format("{} rank {} of {}: {} cos {:.7f} vs the one-GPU layer, {} NaN/Inf/unwritten{}", where, rank,
+                           R, ok ? "PASS" : "FAIL", c, bad,
+                           replays ? fmt::format(", {} replays {}", replays, stable ? "bitwise equal" : "DIFFER") : ""),
+               nlohmann::json{{"model", model},
+                              {"B", B},
+                              {"routing", oracle::ep_routing_name(routing)},
+                              {"rank", rank},
+                              {"ranks", R},
+                              {"cosine", c},
+                              {"bad", bad},
+                              {"replays", replays},
+                              {"stable", stable},
+                              {"pass", ok}}
+                   .dump());
+        }
+      }
+    ranks.free_workspaces();
+    for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+      MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+      single[i]->release_stream(ranks.local()[i].stream);
+      models[i].ep->release_stream(ranks.local()[i].stream);
+    }
+  }
+  emit(o, fmt::format("{} passed, {} failed", passed, failed),
+       nlohmann::json{{"passed", passed}, {"failed", failed}}.dump());
+  return failed ? 1 : 0;
+}
+
+int run_soak(NcclRanks& ranks, const EpNcclOptions& o) {
+  const int R = ranks.ranks();
+  const std::string& model = o.models.front();
+  const codegen::MoeConfig config = codegen::builtin_model(model);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const std::uint64_t seed = model_seed(o, model);
+  const int B = o.batches.front();
+  std::vector<RankModel> models = load_model(ranks, config, seed, o);
+  ranks.setup_workspaces(models[0].ep->workspace_bytes(), *o.peers, o.rank_timeout,
+                         runtime::query_device(ranks.local()[0].device).target_name());
+  const oracle::RandomInputs in = oracle::ep_inputs(p, R, B, 0, seed + 1);
+  std::vector<std::unique_ptr<RankInputs>> mine;
+  for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+    NcclRank& r = ranks.local()[i];
+    MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+    mine.push_back(std::make_unique<RankInputs>(p, in, r.rank * B, B, r.stream));
+    models[i].ep->launches(mine[i]->args(B, r.ws), r.stream);
+  }
+  ranks.barrier();
+  using Clock = std::chrono::steady_clock;
+  for (int n = 1; n <= o.forwards; ++n) {
+    const auto launched = Clock::now();
+    for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+      NcclRank& r = ranks.local()[i];
+      MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+      models[i].ep->forward(mine[i]->args(B, r.ws), r.stream);
+      if (r.rank == o.die_rank && n == o.die_after) {
+        // Lost mid-run: its forward is in flight, nothing is torn down.
+        emit(o, fmt::format("rank {}: killing itself (SIGKILL) with forward {} in flight", r.rank, n),
+             nlohmann::json{{"rank", r.rank}, {"dies_at_forward", n}}.dump());
+        std::fflush(nullptr);
+        raise(SIGKILL);
+      }
+    }
+    if (auto lost = lost_rank(ranks)) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - launched).count();
+      return report_lost(ranks, o, *lost,
+                         fmt::format("{} B = {}, forward {}: reported {:.2f} s after its launch (rank timeout {} ms)",
+                                     model, B, n, seconds, o.rank_timeout.count()));
+    }
+  }
+  emit(o, fmt::format("{} B = {}: {} forwards on {} ranks, no rank lost", model, B, o.forwards, R),
+       nlohmann::json{{"model", model}, {"B", B}, {"forwards", o.forwards}, {"lost", false}}.dump());
+  ranks.free_workspaces();
+  for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+    MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+    models[i].ep->release_stream(ranks.local()[i].stream);
+  }
+  return 0;
+}
+
+}  // namespace moejit::bench
