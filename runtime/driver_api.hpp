@@ -22,6 +22,7 @@ namespace moejit::runtime {
   X(cuDeviceGetName, 2000)                             \
   X(cuDeviceGetAttribute, 2000)                        \
   X(cuDeviceTotalMem, 3020)                            \
+  X(cuDeviceGetPCIBusId, 4010)                         \
   X(cuDevicePrimaryCtxRetain, 7000)                    \
   X(cuDevicePrimaryCtxRelease, 11000)                  \
   X(cuCtxSetCurrent, 4000)                             \

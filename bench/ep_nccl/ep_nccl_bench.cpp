@@ -16,10 +16,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "bench/bench_common.hpp"
 #include "bench/ep_nccl/ep_nccl_runs.hpp"
+#include "bench/ep_nccl/nvlink_counters.hpp"
 #include "oracle/ep_inputs.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver_api.hpp"
@@ -86,20 +88,26 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
   const bool printer = local.front().rank == 0;
   const int max_b = *std::max_element(o.batches.begin(), o.batches.end());
   std::vector<double> bw;
+  std::vector<std::optional<NvlinkCounters>> links;
+  std::string links_note = "on";
   for (NcclRank& r : local) {
     MOEJIT_CU(cuCtxSetCurrent, r.ctx);
     bw.push_back(copy_bandwidth_gbs(r.stream));
+    std::string why;
+    links.push_back(NvlinkCounters::open(r.cu_device, &why));
+    if (!links.back()) links_note = "off (" + why + ")";
   }
   if (printer) {
     MOEJIT_CU(cuCtxSetCurrent, local.front().ctx);
     const runtime::DeviceInfo dev = runtime::query_device(local.front().device);
     emit(o,
          fmt::format("{} ranks, one {} ({} SMs) each; rank 0: copy bandwidth {:.0f} GB/s (read+write), SM clock {:.0f} "
-                     "MHz; NCCL {}; peer table {}\n{:<13} {:>2} {:>4} {:>9} {:>9} {:>7} {:>9} {:>7} {:>8} {:>7} {:>8} "
-                     "{:>7}  {}",
+                     "MHz; NCCL {}; peer table {}; NVLink counters {}\n(MB/r: the bytes a rank's routes imply; nvl_MB: "
+                     "what its GPU's NVLink counters saw, sent + received, a forward)\n{:<13} {:>2} {:>4} {:>9} {:>9} "
+                     "{:>7} {:>9} {:>7} {:>8} {:>8} {:>7} {:>8} {:>8} {:>7}  {}",
                      R, dev.name, dev.sm_count, bw.front(), sm_clock_mhz(local.front().stream), ranks.api().version,
-                     peer_table_name(*o.peers), "model", "R", "B", "floor_us", "ep_us", "%floor", "base_us", "speedup",
-                     "ep_MB/r", "ep_GB/s", "base_MB", "base_GB/s", "ep_modes"),
+                     peer_table_name(*o.peers), links_note, "model", "R", "B", "floor_us", "ep_us", "%floor", "base_us",
+                     "speedup", "ep_MB/r", "nvl_MB", "nvl_GB/s", "base_MB", "base_nvl", "nvl_GB/s", "ep_modes"),
          nlohmann::json{{"ranks", R},
                         {"device", dev.name},
                         {"copy_bandwidth_gbs", bw.front()},
@@ -226,8 +234,18 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
           MOEJIT_CU(cuEventRecord, end[i], local[i].stream);
         }
       };
+      // Each local rank's median forward, and the NVLink bytes its GPU sent and received a forward (-1: no counters).
+      struct Measured {
+        std::vector<double> median_us, link_bytes;
+      };
       auto measure = [&](auto&& forward) {
         for (int n = 0; n < kWarmup; ++n) forward(n % kSets);
+        for (std::size_t i = 0; i < local.size(); ++i) {
+          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+          MOEJIT_CU(cuStreamSynchronize, local[i].stream);
+        }
+        std::vector<NvlinkCounters::Bytes> before;
+        for (const auto& c : links) before.push_back(c ? c->read() : NvlinkCounters::Bytes{});
         std::vector<std::vector<double>> us(local.size());
         for (int n = 0; n < kIters; ++n) {
           forward(n % kSets);
@@ -236,9 +254,17 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
             us[i].push_back(elapsed_ms(start[i], end[i]) * 1e3);
           }
         }
-        std::vector<double> median;
-        for (auto& u : us) median.push_back(percentile(u, 0.5));
-        return median;
+        Measured m;
+        for (std::size_t i = 0; i < local.size(); ++i) {
+          m.median_us.push_back(percentile(us[i], 0.5));
+          if (!links[i]) {
+            m.link_bytes.push_back(-1);
+            continue;
+          }
+          const NvlinkCounters::Bytes after = links[i]->read();
+          m.link_bytes.push_back((after.tx + after.rx - before[i].tx - before[i].rx) / kIters);
+        }
+        return m;
       };
       // Every rank's kernels built and loaded before any rank launches (docs/expert-parallelism.md).
       for (std::size_t i = 0; i < local.size(); ++i) {
@@ -246,33 +272,42 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
         models[i].ep->launches(ep_args(i, 0), local[i].stream);
       }
       ranks.barrier();
-      const std::vector<double> ep_us = measure(ep_forward);
+      const Measured ep_m = measure(ep_forward);
       if (auto lost = lost_rank(ranks)) {
         emit(o, fmt::format("{} B = {}: {}", model, B, *lost), nlohmann::json{{"lost_rank", *lost}}.dump());
         ranks.abandon();
         return kExitLostRank;
       }
-      const std::vector<double> base_us = measure(base_forward);
+      const Measured base_m = measure(base_forward);
       const double expert_bytes_ = expert_bytes(p);
+      constexpr int kStats = 6;
       std::vector<std::vector<double>> mine;
       for (std::size_t i = 0; i < local.size(); ++i)
-        mine.push_back({ep_us[i], base_us[i], touched[i] * expert_bytes_ / (bw[i] * 1e9) * 1e6, ep_bytes[i]});
+        mine.push_back({ep_m.median_us[i], base_m.median_us[i], touched[i] * expert_bytes_ / (bw[i] * 1e9) * 1e6,
+                        ep_bytes[i], ep_m.link_bytes[i], base_m.link_bytes[i]});
       const std::vector<double> all = all_gather(ranks, mine);
       if (!printer) continue;
-      double ep = 0, bs = 0, floor = 0, bytes = 0;
+      // The step: the slowest rank's median; the floor: the largest rank's; bytes: a rank's mean (NVLink: its
+      // GPU's sent + received, -1 where a GPU had no counters).
+      double ep = 0, bs = 0, floor = 0, bytes = 0, ep_link = 0, base_link = 0;
       for (int r = 0; r < R; ++r) {
-        ep = std::max(ep, all[4 * r]);
-        bs = std::max(bs, all[4 * r + 1]);
-        floor = std::max(floor, all[4 * r + 2]);
-        bytes += all[4 * r + 3] / R;
+        const double* v = &all[kStats * r];
+        ep = std::max(ep, v[0]);
+        bs = std::max(bs, v[1]);
+        floor = std::max(floor, v[2]);
+        bytes += v[3] / R;
+        ep_link = v[4] < 0 || ep_link < 0 ? -1 : ep_link + v[4] / R;
+        base_link = v[5] < 0 || base_link < 0 ? -1 : base_link + v[5] / R;
       }
+      auto mb = [](double b) { return b < 0 ? std::string("n/a") : fmt::format("{:.2f}", b / 1e6); };
+      auto gbs = [](double b, double us) { return b < 0 ? std::string("n/a") : fmt::format("{:.1f}", b / us / 1e3); };
       const double base_bytes = double(R - 1) * B * (H + H / 32.0 + 2.0 * H);
       const std::string modes = codegen::ep_mode_names(models[0].ep->plan(B).ep.mode);
       emit(o,
-           fmt::format("{:<13} {:>2} {:>4} {:>9.1f} {:>9.1f} {:>6.1f}% {:>9.1f} {:>6.2f}x {:>8.2f} {:>7.1f} {:>8.2f} "
-                       "{:>7.1f}  {}",
-                       model, R, B, floor, ep, 100.0 * floor / ep, bs, bs / ep, bytes / 1e6, bytes / ep / 1e3,
-                       base_bytes / 1e6, base_bytes / bs / 1e3, modes),
+           fmt::format("{:<13} {:>2} {:>4} {:>9.1f} {:>9.1f} {:>6.1f}% {:>9.1f} {:>6.2f}x {:>8.2f} {:>8} {:>7} "
+                       "{:>8.2f} {:>8} {:>7}  {}",
+                       model, R, B, floor, ep, 100.0 * floor / ep, bs, bs / ep, bytes / 1e6, mb(ep_link),
+                       gbs(ep_link, ep), base_bytes / 1e6, mb(base_link), gbs(base_link, bs), modes),
            nlohmann::json{{"model", model},
                           {"R", R},
                           {"B", B},
@@ -281,7 +316,9 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
                           {"base_us", bs},
                           {"speedup", bs / ep},
                           {"ep_bytes_per_rank", bytes},
+                          {"ep_nvlink_bytes_per_gpu", ep_link},
                           {"base_bytes_per_rank", base_bytes},
+                          {"base_nvlink_bytes_per_gpu", base_link},
                           {"ep_modes", modes}}
                .dump());
     }

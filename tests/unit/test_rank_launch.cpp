@@ -3,6 +3,7 @@
 // another failed, and the unique-id file is all or nothing.
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/ep_nccl/nvlink_counters.hpp"
 #include "bench/ep_nccl/rank_launch.hpp"
 
 using namespace moejit;
@@ -113,4 +115,15 @@ TEST_CASE("the unique-id file: published whole, awaited with a timeout, another 
   CHECK_THROWS_WITH_AS(bench::publish_id((dir / "no" / "such" / "id").string(), id), doctest::Contains("cannot create"),
                        std::runtime_error);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("NVLink counters without NVML: nothing, and the reason, before any driver call") {
+  if (void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(lib);
+    MESSAGE("skipped: NVML is present (the counters are read on the GPU machine)");
+    return;
+  }
+  std::string why;
+  CHECK_FALSE(bench::NvlinkCounters::open(0, &why).has_value());
+  CHECK_MESSAGE(why.find("cannot load libnvidia-ml.so.1") != std::string::npos, why);
 }
