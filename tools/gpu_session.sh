@@ -25,9 +25,9 @@
 #   ep        expert parallelism on R = 2 and 4 partitions: its GPU tests, then moejit_bench_ep
 #   ep2       expert parallelism on 2 GPUs over NCCL (the nvidia-h200-x2 machine; issue 17): how the GPUs link,
 #             moejit_ep_nccl check in one process (ncclCommInitAll) on a few points, then with one process a GPU
-#             on every B and routing (100 replays), bench, and soak with rank 1 killed mid-run (its log ends
-#             "1 of 2 ranks failed": rank 1 by signal 9, rank 0 reporting it with exit 3). NCCL: $MOEJIT_NCCL_LIBRARY,
-#             else the loader's libnccl.so.2, else the machine's Python nvidia-nccl wheel's
+#             on every B and routing (100 replays), bench, and soak with rank 1 killed mid-run (PASS: "kill test
+#             passed", rank 1 by signal 9 and rank 0 reporting it with exit 3). NCCL: $MOEJIT_NCCL_LIBRARY, else
+#             the loader's libnccl.so.2, else the machine's Python nvidia-nccl wheel's
 #   small-b   the B <= 8 candidates, each checked first (`moejit run`): the unit schedule against stream at
 #             B = 1, 2, 4, the planned PDL (B <= 2) against --no-pdl, and tile_n 8 and the 7-stage ring at
 #             B = 8 against the plan (4 stages), A/B'd in the bench twice

@@ -22,6 +22,7 @@
 #include "bench/bench_common.hpp"
 #include "bench/ep_nccl/ep_nccl_runs.hpp"
 #include "bench/ep_nccl/nvlink_counters.hpp"
+#include "bench/ep_nccl/rank_launch.hpp"
 #include "oracle/ep_inputs.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver_api.hpp"
@@ -32,7 +33,8 @@ namespace moejit::bench {
 namespace {
 using runtime::DeviceBuffer;
 constexpr int kSets = 4, kIters = 40, kWarmup = 8;
-constexpr std::chrono::milliseconds kCallTimeout{60000};
+// A timed loop of 48 forwards, or the results' all-gather: past this a rank is gone (Watchdog).
+constexpr std::chrono::milliseconds kStepTimeout{120000};
 
 template <class T>
 DeviceBuffer upload(const std::vector<T>& v) {
@@ -48,36 +50,30 @@ struct RankSet {
   int touched = 0;
 };
 
-void nccl_ok(const runtime::NcclApi& api, ncclResult_t r, const char* what) {
-  if (r != ncclSuccess && r != ncclInProgress)
-    throw std::runtime_error(fmt::format("{} failed: {}", what, api.ncclGetErrorString(r)));
-}
-
 // Every rank's `values` (the same count on each), rank-major, on every local rank.
 std::vector<double> all_gather(NcclRanks& ranks, const std::vector<std::vector<double>>& values) {
+  const Watchdog guard(kStepTimeout, "the results' ncclAllGather", kExitRankGone);
   const std::size_t n = values.front().size(), R = std::size_t(ranks.ranks());
   std::vector<DeviceBuffer> send, recv;
   const bool grouped = ranks.local().size() > 1;
-  if (grouped) ranks.settle(ranks.local()[0], ranks.api().ncclGroupStart(), "ncclGroupStart", kCallTimeout);
+  if (grouped) ranks.check(ranks.api().ncclGroupStart(), "ncclGroupStart");
   for (std::size_t i = 0; i < ranks.local().size(); ++i) {
     NcclRank& r = ranks.local()[i];
     MOEJIT_CU(cuCtxSetCurrent, r.ctx);
     send.push_back(upload(values[i]));
     recv.emplace_back(n * R * sizeof(double));
-    ranks.settle(r,
-                 ranks.api().ncclAllGather(reinterpret_cast<void*>(send[i].ptr()),
-                                           reinterpret_cast<void*>(recv[i].ptr()), n, ncclFloat64, r.comm, r.stream),
-                 "ncclAllGather (results)", kCallTimeout);
+    ranks.check(ranks.api().ncclAllGather(reinterpret_cast<void*>(send[i].ptr()),
+                                          reinterpret_cast<void*>(recv[i].ptr()), n, ncclFloat64, r.comm, r.stream),
+                "ncclAllGather (results)");
   }
-  if (grouped) ranks.settle(ranks.local()[0], ranks.api().ncclGroupEnd(), "ncclGroupEnd", kCallTimeout);
+  if (grouped) ranks.check(ranks.api().ncclGroupEnd(), "ncclGroupEnd");
   std::vector<double> all(n * R);
-  MOEJIT_CU(cuCtxSetCurrent, ranks.local()[0].ctx);
-  MOEJIT_CU(cuStreamSynchronize, ranks.local()[0].stream);
-  recv[0].download(all);
-  for (std::size_t i = 1; i < ranks.local().size(); ++i) {
+  for (std::size_t i = 0; i < ranks.local().size(); ++i) {
     MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
     MOEJIT_CU(cuStreamSynchronize, ranks.local()[i].stream);
   }
+  MOEJIT_CU(cuCtxSetCurrent, ranks.local()[0].ctx);
+  recv[0].download(all);
   return all;
 }
 }  // namespace
@@ -134,6 +130,7 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
       MOEJIT_CU(cuEventCreate, &start[i], CU_EVENT_DEFAULT);
       MOEJIT_CU(cuEventCreate, &end[i], CU_EVENT_DEFAULT);
     }
+    const AbortOnThrow abort_on_throw(ranks);
     ranks.setup_workspaces(models[0].ep->workspace_bytes(), *o.peers, o.rank_timeout,
                            runtime::query_device(local[0].device).target_name());
     for (const int B : o.batches) {
@@ -188,30 +185,27 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
           MOEJIT_CU(cuEventRecord, end[i], local[i].stream);
         }
       };
-      // One collective over every local rank, as one group (the x all-gather is two), settled on each.
-      auto collective = [&](const char* what, auto&& call) {
-        ranks.settle(local[0], ranks.api().ncclGroupStart(), "ncclGroupStart", kCallTimeout);
+      // One collective over every local rank, as one group (the x all-gather is two: NCCL runs them together).
+      auto collective = [&](auto&& call) {
+        ranks.check(ranks.api().ncclGroupStart(), "ncclGroupStart");
         for (std::size_t i = 0; i < local.size(); ++i) {
           MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
           call(i);
         }
-        const ncclResult_t ended = ranks.api().ncclGroupEnd();
-        for (std::size_t i = 0; i < local.size(); ++i) ranks.settle(local[i], ended, what, kCallTimeout);
+        ranks.check(ranks.api().ncclGroupEnd(), "ncclGroupEnd");
       };
       auto base_forward = [&](int si) {
         for (std::size_t i = 0; i < local.size(); ++i) {
           MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
           MOEJIT_CU(cuEventRecord, start[i], local[i].stream);
         }
-        collective("ncclAllGather (x)", [&](std::size_t i) {
+        collective([&](std::size_t i) {
           const RankSet& s = sets[i][si];
-          nccl_ok(
-              ranks.api(),
+          ranks.check(
               ranks.api().ncclAllGather(reinterpret_cast<void*>(s.xq.ptr()), reinterpret_cast<void*>(x_all[i].ptr()),
                                         B * H, ncclUint8, local[i].comm, local[i].stream),
               "ncclAllGather (x rows)");
-          nccl_ok(
-              ranks.api(),
+          ranks.check(
               ranks.api().ncclAllGather(reinterpret_cast<void*>(s.xs.ptr()), reinterpret_cast<void*>(xs_all[i].ptr()),
                                         B * H / 32, ncclUint8, local[i].comm, local[i].stream),
               "ncclAllGather (x scales)");
@@ -222,12 +216,11 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
           base[i]->forward({x_all[i].ptr(), xs_all[i].ptr(), 0, s.base_ids.ptr(), s.base_w.ptr(), y_part[i].ptr(), T},
                            local[i].stream);
         }
-        collective("ncclReduceScatter (y)", [&](std::size_t i) {
-          nccl_ok(ranks.api(),
-                  ranks.api().ncclReduceScatter(reinterpret_cast<void*>(y_part[i].ptr()),
-                                                reinterpret_cast<void*>(y[i].ptr()), B * H, ncclBfloat16, ncclSum,
-                                                local[i].comm, local[i].stream),
-                  "ncclReduceScatter (y)");
+        collective([&](std::size_t i) {
+          ranks.check(ranks.api().ncclReduceScatter(reinterpret_cast<void*>(y_part[i].ptr()),
+                                                    reinterpret_cast<void*>(y[i].ptr()), B * H, ncclBfloat16, ncclSum,
+                                                    local[i].comm, local[i].stream),
+                      "ncclReduceScatter (y)");
         });
         for (std::size_t i = 0; i < local.size(); ++i) {
           MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
@@ -239,6 +232,7 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
         std::vector<double> median_us, link_bytes;
       };
       auto measure = [&](auto&& forward) {
+        const Watchdog guard(kStepTimeout, fmt::format("{} B = {}: a timed loop", model, B), kExitRankGone);
         for (int n = 0; n < kWarmup; ++n) forward(n % kSets);
         for (std::size_t i = 0; i < local.size(); ++i) {
           MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);

@@ -82,6 +82,7 @@ int run_check(NcclRanks& ranks, const EpNcclOptions& o) {
       MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
       single.push_back(std::make_unique<runtime::MoeLayer>(config, models[i].weights->device()));
     }
+    const AbortOnThrow abort_on_throw(ranks);
     ranks.setup_workspaces(models[0].ep->workspace_bytes(), *o.peers, o.rank_timeout,
                            runtime::query_device(ranks.local()[0].device).target_name());
     std::uint64_t case_seed = seed;
@@ -172,6 +173,7 @@ int run_soak(NcclRanks& ranks, const EpNcclOptions& o) {
   const std::uint64_t seed = model_seed(o, model);
   const int B = o.batches.front();
   std::vector<RankModel> models = load_model(ranks, config, seed, o);
+  const AbortOnThrow abort_on_throw(ranks);
   ranks.setup_workspaces(models[0].ep->workspace_bytes(), *o.peers, o.rank_timeout,
                          runtime::query_device(ranks.local()[0].device).target_name());
   const oracle::RandomInputs in = oracle::ep_inputs(p, R, B, 0, seed + 1);

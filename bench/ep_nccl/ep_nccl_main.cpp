@@ -6,10 +6,12 @@
 //   moejit_ep_nccl soak --launch 2 --die-rank 1 --die-after 20
 //                                       a rank killed mid-run: the survivor reports it and exits 3
 #include <fmt/format.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -20,6 +22,7 @@
 #include "bench/bench_common.hpp"
 #include "bench/ep_nccl/ep_nccl_runs.hpp"
 #include "bench/ep_nccl/rank_launch.hpp"
+#include "runtime/device.hpp"
 #include "runtime/driver_api.hpp"
 #include "runtime/nccl/nccl_peers.hpp"
 
@@ -60,7 +63,8 @@ constexpr const char* kUsage =
     "  bench   per-rank B: the slowest rank's median forward beside NCCL all-gather + the one-GPU layer of the\n"
     "          rank's experts + reduce-scatter, the HBM floor, and the bytes between GPUs and their GB/s\n"
     "  soak    --forwards forwards of the first model and batch; with --die-rank, that rank kills itself\n"
-    "          (SIGKILL) with a forward in flight, and the others must report it and exit 3\n"
+    "          (SIGKILL) with a forward in flight, and the others must report it and exit 3 (--launch then\n"
+    "          exits 0 if they all did: the kill test passed)\n"
     "\n"
     "processes:\n"
     "  --launch R           start R rank processes of this program (GPU r each) and wait for them; exit 0 only if\n"
@@ -85,7 +89,8 @@ constexpr const char* kUsage =
     "  --forwards N         soak: forwards to run (default 200)\n"
     "  --die-rank r --die-after n\n"
     "                       soak: rank r kills itself after launching its forward n\n"
-    "  --json               results as JSON Lines\n"
+    "  --deadline-s S       --launch: every rank still running after S seconds is killed (default: none)\n"
+    "  --json               results as JSON Lines (the launcher's own lines go to stderr)\n"
     "\n"
     "environment: MOEJIT_NCCL_LIBRARY (the libnccl.so.2 to load), NCCL_NVLS_ENABLE (set to 0 if unset: NVLink\n"
     "multicast stays off). Exit: 0 passed, 1 failed or error, 2 usage, 3 a rank was lost, 77 no GPU driver.\n";
@@ -168,6 +173,8 @@ EpNcclOptions parse(int argc, char** argv, std::vector<std::string>* forwarded) 
       o.die_rank = ranged(a, value(), 0, 63);
     } else if (a == "--die-after") {
       o.die_after = ranged(a, value(), 1, 1000000);
+    } else if (a == "--deadline-s") {
+      o.deadline_s = ranged(a, value(), 1, 86400);
     } else if (a == "--json") {
       o.json = true;
     } else {
@@ -201,15 +208,26 @@ EpNcclOptions parse(int argc, char** argv, std::vector<std::string>* forwarded) 
     if (o.single) usage_error("--die-rank needs one process a rank (--launch or --rank), not --single-process");
     if (o.die_rank >= R) usage_error(fmt::format("--die-rank {} is outside [0, {})", o.die_rank, R));
     if (o.die_after == 0) usage_error("--die-rank needs --die-after n");
+    // The survivor must see the loss at a later forward: the rank's last one may complete before it dies.
+    if (o.die_after >= o.forwards)
+      usage_error(fmt::format("--die-after {} must be below --forwards {}", o.die_after, o.forwards));
+    // A survivor's report writes into every peer's workspace; an IPC mapping of a dead process's memory is
+    // undefined (an NCCL window's is held by the importer).
+    if (o.peers == PeerTable::ipc) usage_error("--die-rank needs --peers window (a dead rank's IPC memory is gone)");
   }
   return o;
 }
 
 // --launch R: this program's ranks as child processes, one GPU each.
 int launch(const EpNcclOptions& o, const std::vector<std::string>& forwarded) {
+  // The launcher's own lines go to stderr under --json, so the ranks' stdout stays JSON Lines.
+  std::FILE* say = o.json ? stderr : stdout;
+  const int gpus = runtime::device_count();  // no driver: skipped (77), before any process or file
+  if (gpus < o.launch)
+    throw std::runtime_error(fmt::format("--launch {}: {} GPUs are visible, one a rank", o.launch, gpus));
   char dir_template[] = "/tmp/moejit-ep-nccl-XXXXXX";
   const char* dir = mkdtemp(dir_template);
-  if (!dir) throw std::runtime_error(fmt::format("cannot create a folder under /tmp for NCCL's unique id"));
+  if (!dir) throw std::runtime_error("cannot create a folder under /tmp for NCCL's unique id");
   const std::string id_file = std::string(dir) + "/nccl-id";
   const std::uint64_t seed = o.seed ? o.seed : std::random_device{}() * 0x100000001ull + std::random_device{}();
   std::vector<std::string> args = {std::filesystem::read_symlink("/proc/self/exe").string()};
@@ -219,21 +237,39 @@ int launch(const EpNcclOptions& o, const std::vector<std::string>& forwarded) {
     args.push_back(a);
   LaunchOptions lo;
   lo.grace = 4 * o.rank_timeout + std::chrono::milliseconds(20000);
-  fmt::print("moejit_ep_nccl: {} ranks, seed {}, id file {}\n", o.launch, seed, id_file);
-  std::fflush(stdout);
-  const std::vector<RankExit> exits = launch_ranks(args, o.launch, lo, [](const RankExit& e) {
-    fmt::print("moejit_ep_nccl: {}\n", describe(e));
-    std::fflush(stdout);
+  lo.deadline = std::chrono::seconds(o.deadline_s);
+  fmt::print(say, "moejit_ep_nccl: {} ranks, seed {}, id file {}\n", o.launch, seed, id_file);
+  std::fflush(say);
+  const std::vector<RankExit> exits = launch_ranks(args, o.launch, lo, [&](const RankExit& e) {
+    fmt::print(say, "moejit_ep_nccl: {}\n", describe(e));
+    std::fflush(say);
   });
   std::filesystem::remove_all(dir);
+  if (o.die_rank >= 0) {
+    // The kill test passes when the killed rank died by SIGKILL and every other reported the loss (exit 3)
+    // within the grace, none killed as hung.
+    bool ok = true;
+    double last = 0;
+    for (const RankExit& e : exits) {
+      ok = ok && (e.rank == o.die_rank ? e.signal == SIGKILL && !e.hung : e.code == kExitLostRank);
+      if (e.rank != o.die_rank) last = std::max(last, e.seconds);
+    }
+    fmt::print(say, "moejit_ep_nccl: kill test {}: rank {} killed with a forward in flight; {}\n",
+               ok ? "passed" : "FAILED", o.die_rank,
+               ok ? fmt::format("every other rank reported it and exited {} (the last {:.1f} s after the launch)",
+                                kExitLostRank, last)
+                  : std::string("not every other rank reported it (above)"));
+    return ok ? 0 : 1;
+  }
   int failed = 0, skipped = 0;
   for (const RankExit& e : exits) failed += !e.ok(), skipped += e.code == 77;
-  if (skipped == o.launch) {  // no GPU driver on this machine: skipped, as the GPU tests
-    fmt::print("moejit_ep_nccl: skipped: every rank found no CUDA driver\n");
+  if (skipped == o.launch) {
+    fmt::print(say, "moejit_ep_nccl: skipped: every rank found no CUDA driver\n");
     return 77;
   }
-  fmt::print("moejit_ep_nccl: {}\n", failed ? fmt::format("{} of {} ranks failed", failed, o.launch)
-                                            : fmt::format("all {} ranks passed", o.launch));
+  fmt::print(
+      say, "moejit_ep_nccl: {}\n",
+      failed ? fmt::format("{} of {} ranks failed", failed, o.launch) : fmt::format("all {} ranks passed", o.launch));
   return failed ? 1 : 0;
 }
 
@@ -246,6 +282,11 @@ int body(int argc, char** argv) {
   NcclRanks ranks = o.single ? NcclRanks::all_in_process(o.single)
                              : NcclRanks::one_per_process(o.rank, o.ranks, o.id_file, o.init_timeout);
   if (!o.peers) o.peers = ranks.api().lsa_windows ? PeerTable::window : PeerTable::ipc;
+  if (o.die_rank >= 0 && *o.peers == PeerTable::ipc)
+    throw std::runtime_error(
+        fmt::format("--die-rank needs NCCL windows (a dead rank's IPC memory is gone), and the "
+                    "loaded NCCL {} cannot give moejit's kernels one (built with {})",
+                    ranks.api().version, runtime::k_nccl_built_version));
   if (o.seed == 0 && o.single) o.seed = std::random_device{}();
   emit(o,
        fmt::format("{} on {} of {} ranks (GPU {}), NCCL {} ({}), peer table {}, seed {}", o.command,

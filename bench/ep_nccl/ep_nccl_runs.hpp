@@ -28,6 +28,7 @@ struct EpNcclOptions {
   std::chrono::milliseconds init_timeout{120000};  // the unique id and the communicator
   int forwards = 200;                              // soak
   int die_rank = -1, die_after = 0;                // soak: that rank kills itself after launching that forward
+  int deadline_s = 0;                              // --launch: ranks still running after this are killed (0: none)
   bool json = false;
   // Processes: --launch R starts R ranks of this program; a rank runs with --rank r --ranks R --id-file F;
   // --single-process R drives R GPUs from one process.

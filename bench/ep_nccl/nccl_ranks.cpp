@@ -4,7 +4,6 @@
 
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 
 #include "bench/ep_nccl/rank_launch.hpp"
 #include "runtime/driver_api.hpp"
@@ -12,19 +11,15 @@
 
 namespace moejit::bench {
 namespace {
-using Clock = std::chrono::steady_clock;
-constexpr std::chrono::milliseconds kCallTimeout{60000};  // a collective set-up call (registration, all-gather)
+// A collective set-up step (window registration, an all-gather, a barrier): the peers are there, so a minute
+// is a lost rank, not a slow one.
+constexpr std::chrono::milliseconds kStepTimeout{60000};
 
 const runtime::NcclApi& load_nccl() {
   std::string why;
   const runtime::NcclApi* api = runtime::try_nccl(&why);
   if (!api) throw std::runtime_error(why);
   return *api;
-}
-
-void check_nccl(const runtime::NcclApi& api, ncclResult_t r, const char* what) {
-  if (r != ncclSuccess && r != ncclInProgress)
-    throw std::runtime_error(fmt::format("{} failed: {}", what, api.ncclGetErrorString(r)));
 }
 
 NcclRank open_device(int rank, int ranks, int device) {
@@ -38,30 +33,19 @@ NcclRank open_device(int rank, int ranks, int device) {
   MOEJIT_CU(cuStreamCreate, &r.stream, CU_STREAM_NON_BLOCKING);
   return r;
 }
+
+std::size_t window_bytes(std::int64_t bytes) {  // NCCL_WIN_REQUIRED_ALIGNMENT
+  return (std::size_t(bytes) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT *
+         NCCL_WIN_REQUIRED_ALIGNMENT;
+}
 }  // namespace
 
 const char* peer_table_name(PeerTable t) {
   return t == PeerTable::window ? "window" : "ipc";
 }
 
-void NcclRanks::settle(NcclRank& r, ncclResult_t started, const char* what, std::chrono::milliseconds timeout) {
-  check_nccl(*api_, started, what);
-  const auto t0 = Clock::now();
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    check_nccl(*api_, api_->ncclCommGetAsyncError(r.comm, &state), "ncclCommGetAsyncError");
-    if (state == ncclSuccess) return;
-    if (state != ncclInProgress) {
-      healthy_ = false;
-      throw std::runtime_error(fmt::format("rank {}: {} failed: {}", r.rank, what, api_->ncclGetErrorString(state)));
-    }
-    if (Clock::now() - t0 > timeout) {
-      healthy_ = false;
-      throw std::runtime_error(fmt::format("rank {}: {} did not complete within {} ms: a rank did not start, or died",
-                                           r.rank, what, timeout.count()));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+void NcclRanks::check(ncclResult_t r, const char* what) const {
+  if (r != ncclSuccess) throw std::runtime_error(fmt::format("{} failed: {}", what, api_->ncclGetErrorString(r)));
 }
 
 NcclRanks NcclRanks::one_per_process(int rank, int ranks, const std::string& id_file,
@@ -72,24 +56,28 @@ NcclRanks NcclRanks::one_per_process(int rank, int ranks, const std::string& id_
   const runtime::NcclApi& api = load_nccl();
   int devices = 0;
   MOEJIT_CU(cuDeviceGetCount, &devices);
-  if (devices < 1) throw std::runtime_error("no GPU is visible");
+  if (devices != 1 && devices < ranks)
+    throw std::runtime_error(
+        fmt::format("rank {} of {}: {} GPUs are visible; one a rank (GPU r for rank r), or "
+                    "one GPU per process (CUDA_VISIBLE_DEVICES)",
+                    rank, ranks, devices));
   NcclRanks self(&api, ranks);
-  self.local_.push_back(open_device(rank, ranks, rank % devices));
+  self.local_.push_back(open_device(rank, ranks, devices == 1 ? 0 : rank));
   NcclRank& r = self.local_.back();
   ncclUniqueId id{};
   if (rank == 0) {
-    check_nccl(api, api.ncclGetUniqueId(&id), "ncclGetUniqueId");
+    self.check(api.ncclGetUniqueId(&id), "ncclGetUniqueId");
     const auto* b = reinterpret_cast<const unsigned char*>(&id);
     publish_id(id_file, std::vector<unsigned char>(b, b + sizeof id));
   } else {
     const std::vector<unsigned char> b = await_id(id_file, sizeof id, timeout);
     std::memcpy(&id, b.data(), sizeof id);
   }
-  // Nonblocking, so that a rank that never comes cannot hold this one in ncclCommInitRank.
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  MOEJIT_CU(cuCtxSetCurrent, r.ctx);
-  self.settle(r, api.ncclCommInitRankConfig(&r.comm, ranks, id, rank, &config), "ncclCommInitRankConfig", timeout);
+  // Blocking, so that every later call is done when it returns (a nonblocking communicator's calls come back
+  // in progress, and their polling would stand inside the bench's timed region); a rank that never comes ends
+  // this one through the watchdog instead.
+  const Watchdog guard(timeout, fmt::format("rank {}: ncclCommInitRank of {} ranks", rank, ranks), kExitRankGone);
+  self.check(api.ncclCommInitRank(&r.comm, ranks, id, rank), "ncclCommInitRank");
   return self;
 }
 
@@ -108,7 +96,7 @@ NcclRanks NcclRanks::all_in_process(int ranks) {
   }
   std::vector<ncclComm_t> comms(ranks);
   MOEJIT_CU(cuCtxSetCurrent, self.local_[0].ctx);
-  check_nccl(api, api.ncclCommInitAll(comms.data(), ranks, ordinals.data()), "ncclCommInitAll");
+  self.check(api.ncclCommInitAll(comms.data(), ranks, ordinals.data()), "ncclCommInitAll");
   for (int r = 0; r < ranks; ++r) self.local_[r].comm = comms[r];
   return self;
 }
@@ -126,26 +114,45 @@ void NcclRanks::setup_workspaces(std::int64_t bytes, PeerTable mode, std::chrono
     r.ws_bytes = bytes;
     if (mode == PeerTable::window) {
       void* p = nullptr;
-      check_nccl(*api_, api_->ncclMemAlloc(&p, std::size_t(bytes)), "ncclMemAlloc");
+      check(api_->ncclMemAlloc(&p, window_bytes(bytes)), "ncclMemAlloc");
       r.ws = reinterpret_cast<CUdeviceptr>(p);
     } else {
       MOEJIT_CU(cuMemAlloc, &r.ws, std::size_t(bytes));
     }
   }
   if (mode == PeerTable::window) {
-    if (grouped) check_nccl(*api_, api_->ncclGroupStart(), "ncclGroupStart");
-    for (NcclRank& r : local_) {
-      MOEJIT_CU(cuCtxSetCurrent, r.ctx);
-      check_nccl(*api_,
-                 api_->ncclCommWindowRegister(r.comm, reinterpret_cast<void*>(r.ws), std::size_t(bytes), &r.window,
-                                              NCCL_WIN_COLL_SYMMETRIC),
-                 "ncclCommWindowRegister");
+    {
+      const Watchdog guard(kStepTimeout, "ncclCommWindowRegister", kExitRankGone);
+      if (grouped) check(api_->ncclGroupStart(), "ncclGroupStart");
+      for (NcclRank& r : local_) {
+        MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+        // NCCL_WIN_DEFAULT: the workspace is no collective's buffer; only its peers' addresses are wanted.
+        check(api_->ncclCommWindowRegister(r.comm, reinterpret_cast<void*>(r.ws), window_bytes(bytes), &r.window,
+                                           NCCL_WIN_DEFAULT),
+              "ncclCommWindowRegister");
+      }
+      if (grouped) check(api_->ncclGroupEnd(), "ncclGroupEnd");
     }
-    if (grouped) check_nccl(*api_, api_->ncclGroupEnd(), "ncclGroupEnd");
     for (NcclRank& r : local_) {
-      settle(r, ncclSuccess, "ncclCommWindowRegister", kCallTimeout);
+      // Without symmetric memory (NCCL_CUMEM_ENABLE=0, NCCL_WIN_ENABLE=0, no P2P between some pair) the
+      // registration succeeds with a local handle whose peers the device cannot reach: refuse it here.
+      if (!r.window)
+        throw std::runtime_error(
+            fmt::format("rank {}: ncclCommWindowRegister gave no window (symmetric memory is "
+                        "off in this NCCL: CUDA P2P, NCCL_CUMEM_ENABLE, NCCL_WIN_ENABLE); "
+                        "use --peers ipc",
+                        r.rank));
       MOEJIT_CU(cuCtxSetCurrent, r.ctx);
       runtime::init_rank_workspace_nccl(target, r.window, r.ws, bytes, r.rank, ranks_, rank_timeout, r.stream);
+      // The table as the kernels will read it: every entry a device address, 256-byte aligned.
+      std::vector<std::uint64_t> table(ranks_);
+      MOEJIT_CU(cuMemcpyDtoH, table.data(), r.ws + runtime::k_peer_table_offset, table.size() * 8);
+      for (int s = 0; s < ranks_; ++s)
+        if (table[s] == 0 || table[s] % 256 != 0)
+          throw std::runtime_error(
+              fmt::format("rank {}: the peer table's entry {} is 0x{:x} (from NCCL's window): "
+                          "not a workspace; use --peers ipc",
+                          r.rank, s, table[s]));
     }
   } else if (grouped) {
     // One process: every workspace is this process's memory, reachable with peer access.
@@ -174,11 +181,13 @@ void NcclRanks::setup_workspaces(std::int64_t bytes, PeerTable mode, std::chrono
     MOEJIT_CU(cuMemAlloc, &send, sizeof mine);
     MOEJIT_CU(cuMemAlloc, &recv, sizeof mine * ranks_);
     MOEJIT_CU(cuMemcpyHtoD, send, &mine, sizeof mine);
-    settle(r,
-           api_->ncclAllGather(reinterpret_cast<void*>(send), reinterpret_cast<void*>(recv), sizeof mine, ncclUint8,
-                               r.comm, r.stream),
-           "ncclAllGather (IPC handles)", kCallTimeout);
-    MOEJIT_CU(cuStreamSynchronize, r.stream);
+    {
+      const Watchdog guard(kStepTimeout, "the IPC handles' ncclAllGather", kExitRankGone);
+      check(api_->ncclAllGather(reinterpret_cast<void*>(send), reinterpret_cast<void*>(recv), sizeof mine, ncclUint8,
+                                r.comm, r.stream),
+            "ncclAllGather (IPC handles)");
+      MOEJIT_CU(cuStreamSynchronize, r.stream);
+    }
     std::vector<CUipcMemHandle> handles(ranks_);
     MOEJIT_CU(cuMemcpyDtoH, handles.data(), recv, sizeof mine * ranks_);
     MOEJIT_CU(cuMemFree, send);
@@ -194,80 +203,80 @@ void NcclRanks::setup_workspaces(std::int64_t bytes, PeerTable mode, std::chrono
     }
     runtime::init_rank_workspace(r.ws, bytes, r.rank, peers, rank_timeout, r.stream);
   }
-  for (NcclRank& r : local_) MOEJIT_CU(cuStreamSynchronize, r.stream);
+  for (NcclRank& r : local_) {
+    MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+    MOEJIT_CU(cuStreamSynchronize, r.stream);
+  }
   barrier();
 }
 
 void NcclRanks::barrier() {
+  const Watchdog guard(kStepTimeout, "a barrier of the ranks", kExitRankGone);
   std::vector<CUdeviceptr> words(local_.size());
   const bool grouped = local_.size() > 1;
-  if (grouped) check_nccl(*api_, api_->ncclGroupStart(), "ncclGroupStart");
   for (std::size_t i = 0; i < local_.size(); ++i) {
-    NcclRank& r = local_[i];
-    MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+    MOEJIT_CU(cuCtxSetCurrent, local_[i].ctx);
     MOEJIT_CU(cuMemAlloc, &words[i], 4);
-    MOEJIT_CU(cuMemsetD8Async, words[i], 0, 4, r.stream);
-    check_nccl(*api_,
-               api_->ncclAllReduce(reinterpret_cast<void*>(words[i]), reinterpret_cast<void*>(words[i]), 1, ncclInt32,
-                                   ncclSum, r.comm, r.stream),
-               "ncclAllReduce (barrier)");
+    MOEJIT_CU(cuMemsetD8Async, words[i], 0, 4, local_[i].stream);
   }
-  if (grouped) check_nccl(*api_, api_->ncclGroupEnd(), "ncclGroupEnd");
+  if (grouped) check(api_->ncclGroupStart(), "ncclGroupStart");
   for (std::size_t i = 0; i < local_.size(); ++i) {
     NcclRank& r = local_[i];
-    settle(r, ncclSuccess, "the barrier's ncclAllReduce", kCallTimeout);
     MOEJIT_CU(cuCtxSetCurrent, r.ctx);
-    MOEJIT_CU(cuStreamSynchronize, r.stream);
+    check(api_->ncclAllReduce(reinterpret_cast<void*>(words[i]), reinterpret_cast<void*>(words[i]), 1, ncclInt32,
+                              ncclSum, r.comm, r.stream),
+          "ncclAllReduce (barrier)");
+  }
+  if (grouped) check(api_->ncclGroupEnd(), "ncclGroupEnd");
+  for (std::size_t i = 0; i < local_.size(); ++i) {
+    MOEJIT_CU(cuCtxSetCurrent, local_[i].ctx);
+    MOEJIT_CU(cuStreamSynchronize, local_[i].stream);
     MOEJIT_CU(cuMemFree, words[i]);
   }
 }
 
 void NcclRanks::free_workspaces() {
   barrier();  // no peer still reads this rank's workspace
-  const bool grouped = local_.size() > 1;
-  if (mode_ == PeerTable::window && grouped) check_nccl(*api_, api_->ncclGroupStart(), "ncclGroupStart");
   for (NcclRank& r : local_) {
     MOEJIT_CU(cuCtxSetCurrent, r.ctx);
-    if (mode_ == PeerTable::window && r.window)
-      check_nccl(*api_, api_->ncclCommWindowDeregister(r.comm, r.window), "ncclCommWindowDeregister");
-  }
-  if (mode_ == PeerTable::window && grouped) check_nccl(*api_, api_->ncclGroupEnd(), "ncclGroupEnd");
-  for (NcclRank& r : local_) {
-    if (mode_ == PeerTable::window && r.window) settle(r, ncclSuccess, "ncclCommWindowDeregister", kCallTimeout);
-    MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+    if (r.window) check(api_->ncclCommWindowDeregister(r.comm, r.window), "ncclCommWindowDeregister");
+    r.window = nullptr;
     for (CUdeviceptr p : r.opened) MOEJIT_CU(cuIpcCloseMemHandle, p);
     r.opened.clear();
+  }
+  barrier();  // every rank's mappings of the others' workspaces closed before any of them is freed
+  for (NcclRank& r : local_) {
+    MOEJIT_CU(cuCtxSetCurrent, r.ctx);
     if (r.ws) {
       if (mode_ == PeerTable::window)
-        check_nccl(*api_, api_->ncclMemFree(reinterpret_cast<void*>(r.ws)), "ncclMemFree");
+        check(api_->ncclMemFree(reinterpret_cast<void*>(r.ws)), "ncclMemFree");
       else
         MOEJIT_CU(cuMemFree, r.ws);
     }
     r.ws = 0;
-    r.window = nullptr;
   }
-  barrier();  // every rank's IPC mappings closed before an exporter frees the next workspace's memory
 }
 
 void NcclRanks::abandon() {
   healthy_ = false;
   for (NcclRank& r : local_)
     if (r.comm) {
+      runtime::driver().cuCtxSetCurrent(r.ctx);
       api_->ncclCommAbort(r.comm);
       r.comm = nullptr;
     }
 }
 
 NcclRanks::~NcclRanks() {
-  for (NcclRank& r : local_) {
+  // Every communicator first (in one process the last destroy finalizes them all), then streams and contexts.
+  if (!healthy_ || std::uncaught_exceptions() > 0) abandon();
+  for (NcclRank& r : local_)
     if (r.comm) {
       runtime::driver().cuCtxSetCurrent(r.ctx);
-      // A healthy group is torn down by the caller (free_workspaces); here only what is left, without collectives.
-      if (healthy_)
-        api_->ncclCommDestroy(r.comm);
-      else
-        api_->ncclCommAbort(r.comm);
+      api_->ncclCommDestroy(r.comm);
+      r.comm = nullptr;
     }
+  for (NcclRank& r : local_) {
     if (r.stream) runtime::driver().cuStreamDestroy(r.stream);
     if (r.ctx) runtime::driver().cuDevicePrimaryCtxRelease(r.cu_device);
   }

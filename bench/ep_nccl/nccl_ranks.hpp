@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,11 +39,14 @@ struct NcclRank {
   std::vector<CUdeviceptr> opened;  // ipc, one rank a process: the peers' workspaces opened here
 };
 
+// A step that waits on the other ranks and found one gone ends the process with this code (Watchdog).
+inline constexpr int kExitRankGone = 3;
+
 class NcclRanks {
  public:
-  // Rank `rank` of `ranks`, one a process, on GPU rank % (visible GPUs): rank 0 publishes the unique id at
-  // `id_file`, the others wait for it; the communicator must form within `timeout` (else: aborted, and an error
-  // naming the rank).
+  // Rank `rank` of `ranks`, one a process, on GPU `rank` (GPU 0 where one GPU is visible: a launcher that gives
+  // each process its own): rank 0 publishes the unique id at `id_file`, the others wait for it; the
+  // communicator must form within `timeout`, else the process ends (Watchdog) naming the rank.
   static NcclRanks one_per_process(int rank, int ranks, const std::string& id_file, std::chrono::milliseconds timeout);
   // Every rank in this process, rank r on GPU r.
   static NcclRanks all_in_process(int ranks);
@@ -58,13 +62,12 @@ class NcclRanks {
   void setup_workspaces(std::int64_t bytes, PeerTable mode, std::chrono::nanoseconds rank_timeout,
                         std::string_view target);
   void free_workspaces();  // collective: every rank calls it
-  // Every rank past this point: an all-reduce of one word, waited for.
+  // Every rank past this point (an all-reduce of one word, waited for), within a minute or the process ends.
   void barrier();
-  // After a rank was lost: every communicator aborted, nothing collective, workspaces left to the process's end.
+  // After a rank was lost, or on an error: every communicator aborted (its kernels too), nothing collective.
   void abandon();
-
-  // Waits for a nonblocking communicator's last call; throws naming `what` (aborts on timeout).
-  void settle(NcclRank& r, ncclResult_t started, const char* what, std::chrono::milliseconds timeout);
+  // Throws naming `what` unless `r` is ncclSuccess (the communicators are blocking).
+  void check(ncclResult_t r, const char* what) const;
 
  private:
   NcclRanks(const runtime::NcclApi* api, int ranks) : api_(api), ranks_(ranks) {}
@@ -73,6 +76,20 @@ class NcclRanks {
   std::vector<NcclRank> local_;
   PeerTable mode_ = PeerTable::window;
   bool healthy_ = true;
+};
+
+// Declared after the layers that use the ranks' streams: destroyed by an exception, it aborts the communicators
+// before the layers' destructors wait on those streams, which an NCCL kernel whose peer is gone keeps busy.
+class AbortOnThrow {
+ public:
+  explicit AbortOnThrow(NcclRanks& ranks) : ranks_(ranks), exceptions_(std::uncaught_exceptions()) {}
+  ~AbortOnThrow() {
+    if (std::uncaught_exceptions() > exceptions_) ranks_.abandon();
+  }
+
+ private:
+  NcclRanks& ranks_;
+  int exceptions_;
 };
 
 }  // namespace moejit::bench

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -158,6 +160,37 @@ std::vector<RankExit> launch_ranks(const std::vector<std::string>& argv, int ran
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return exits;
+}
+
+struct Watchdog::State {
+  std::mutex mutex;
+  std::condition_variable done;
+  bool disarmed = false;
+  std::thread thread;
+};
+
+Watchdog::Watchdog(std::chrono::milliseconds timeout, std::string what, int exit_code, std::string name,
+                   std::string why)
+    : state_(new State) {
+  state_->thread = std::thread(
+      [s = state_, timeout, what = std::move(what), exit_code, name = std::move(name), why = std::move(why)] {
+        std::unique_lock lock(s->mutex);
+        if (s->done.wait_for(lock, timeout, [&] { return s->disarmed; })) return;
+        const std::string line =
+            fmt::format("{}: {} did not complete within {} ms: {}\n", name, what, timeout.count(), why);
+        (void)!::write(2, line.data(), line.size());
+        ::_exit(exit_code);
+      });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->disarmed = true;
+  }
+  state_->done.notify_one();
+  state_->thread.join();
+  delete state_;
 }
 
 }  // namespace moejit::bench

@@ -45,4 +45,21 @@ struct LaunchOptions {
 std::vector<RankExit> launch_ranks(const std::vector<std::string>& argv, int ranks, const LaunchOptions& options,
                                    const std::function<void(const RankExit&)>& on_exit = {});
 
+// Bounds a step that can wait on another rank forever (NCCL's communicator set-up, a collective whose peer
+// died, a stream behind one): unless destroyed within `timeout`, it writes "<name>: <what> did not complete
+// within <ms> ms: <why>" to stderr and ends the process with `exit_code` (_exit: nothing else can run safely
+// while a thread is stuck in NCCL).
+class Watchdog {
+ public:
+  Watchdog(std::chrono::milliseconds timeout, std::string what, int exit_code, std::string name = "moejit_ep_nccl",
+           std::string why = "a rank did not arrive (it died, failed, or is stuck)");
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  struct State;
+  State* state_;
+};
+
 }  // namespace moejit::bench

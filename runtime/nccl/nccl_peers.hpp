@@ -4,7 +4,7 @@
 // single-GPU layer never needs it, and an engine's process uses the NCCL it
 // already loaded. What NCCL gives the layer is the peer table: every rank's
 // symmetric workspace as this GPU addresses it, filled on the device from
-// NCCL's LSA window mapping by a kernel built with nvcc with moejit
+// NCCL's window mapping by a kernel built with nvcc with moejit
 // (runtime/nccl/peer_table.cu: NCCL's device header does not compile under
 // NVRTC).
 
@@ -84,7 +84,7 @@ void fill_peer_table(std::string_view target, ncclWindow_t window, int peers, CU
 // rank's workspace, the base of `window` (ncclMemAlloc'ed, registered with
 // ncclCommWindowRegister on every rank of the communicator, `bytes` each);
 // writes its header as runtime::init_rank_workspace does, with the peer table
-// from NCCL's LSA pointers.
+// from NCCL's window (ncclGetPeerPointer).
 void init_rank_workspace_nccl(std::string_view target, ncclWindow_t window, CUdeviceptr ws, std::int64_t bytes,
                               int rank, int ranks, std::chrono::nanoseconds timeout, CUstream stream);
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ TEST_CASE("moejit_ep_nccl refuses bad options by name, value and range, before a
            {{"soak", "--single-process", "2", "--die-rank", "1", "--die-after", "3"}, "not --single-process"},
            {{"soak", "--launch", "2", "--die-rank", "2", "--die-after", "3"}, "--die-rank 2 is outside [0, 2)"},
            {{"soak", "--launch", "2", "--die-rank", "1"}, "--die-rank needs --die-after n"},
+           {{"soak", "--launch", "2", "--die-rank", "1", "--die-after", "200"},
+            "--die-after 200 must be below --forwards 200"},
+           {{"soak", "--launch", "2", "--die-rank", "1", "--die-after", "3", "--peers", "ipc"},
+            "--die-rank needs --peers window"},
+           {{"check", "--launch", "2", "--deadline-s", "0"}, "--deadline-s 0 is outside [1, 86400]"},
            {{"check", "--rank", "0", "--ranks", "2"}, "--rank needs --ranks R (2..64) and --id-file F"},
            {{"check", "--rank", "2", "--ranks", "2", "--id-file", "f"}, "--rank 2 is outside [0, 2)"},
            {{"check", "--launch", "2", "--timeout-ms", "0"}, "--timeout-ms 0 is outside [1, 600000]"},
@@ -62,7 +68,7 @@ TEST_CASE("moejit_ep_nccl refuses bad options by name, value and range, before a
   }
 }
 
-TEST_CASE("moejit_ep_nccl --launch without a GPU driver: both ranks skip, reported, exit 77, nothing hangs") {
+TEST_CASE("moejit_ep_nccl --launch without a GPU driver: skipped (77) before any process or file") {
   if (runtime::try_driver()) {
     MESSAGE("skipped: a CUDA driver is present (the 2-GPU runs are the GPU session's)");
     return;
@@ -72,8 +78,12 @@ TEST_CASE("moejit_ep_nccl --launch without a GPU driver: both ranks skip, report
   const auto r = ep_nccl(scratch, {"check", "--launch", "2", "--model", "glm5.2", "--batches", "1"});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(r.exit_code == 77);
-  CHECK_MESSAGE(has(r.output, "rank 0 (pid "), r.output);
-  CHECK_MESSAGE(has(r.output, "rank 1 (pid "), r.output);
-  CHECK_MESSAGE(has(r.output, "skipped: no CUDA driver"), r.output);
+  CHECK_MESSAGE(has(r.output, "moejit_ep_nccl: skipped: no CUDA driver"), r.output);
+  CHECK_FALSE(has(r.output, "rank 0 (pid "));  // no rank was started
   CHECK(seconds < 30.0);
+  // A rank alone (as an engine's launcher starts it) skips the same way, before it writes the id file.
+  const std::string id = scratch / "nccl-id";
+  const auto rank0 = ep_nccl(scratch, {"check", "--rank", "0", "--ranks", "2", "--id-file", id});
+  CHECK(rank0.exit_code == 77);
+  CHECK_FALSE(std::filesystem::exists(id));
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -126,4 +127,32 @@ TEST_CASE("NVLink counters without NVML: nothing, and the reason, before any dri
   std::string why;
   CHECK_FALSE(bench::NvlinkCounters::open(0, &why).has_value());
   CHECK_MESSAGE(why.find("cannot load libnvidia-ml.so.1") != std::string::npos, why);
+}
+
+TEST_CASE("a watchdog left armed past its timeout ends the process with its code and says what did not complete") {
+  const std::filesystem::path dir = scratch_dir();
+  const std::string err = (dir / "stderr").string();
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::freopen(err.c_str(), "w", stderr);
+    {
+      bench::Watchdog quick(5000ms, "a step that completes", 4);  // disarmed in time: nothing happens
+    }
+    bench::Watchdog w(100ms, "the test's barrier", 3);
+    std::this_thread::sleep_for(5000ms);
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  std::FILE* f = std::fopen(err.c_str(), "r");
+  REQUIRE(f);
+  char line[256] = {};
+  CHECK(std::fgets(line, sizeof line, f) != nullptr);
+  std::fclose(f);
+  CHECK(std::string(line).find("moejit_ep_nccl: the test's barrier did not complete within 100 ms: a rank did not "
+                               "arrive") == 0);
+  std::filesystem::remove_all(dir);
 }
