@@ -27,9 +27,7 @@ namespace moejit::runtime {
   X(ncclGetErrorString)          \
   X(ncclGetUniqueId)             \
   X(ncclCommInitRank)            \
-  X(ncclCommInitRankConfig)      \
   X(ncclCommInitAll)             \
-  X(ncclCommGetAsyncError)       \
   X(ncclCommAbort)               \
   X(ncclCommDestroy)             \
   X(ncclCommCount)               \
