@@ -120,21 +120,40 @@ int run_check(NcclRanks& ranks, const EpNcclOptions& o) {
           MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
           got.push_back(mine[i]->download(ranks.local()[i].stream));
         }
-        // The uniform routing: `replays` more forwards (each its role graph's replay) give the same bits.
+        // The uniform routing: every rank's forward captured into a CUDA graph (as an engine captures its decode
+        // step; the forward's number is the header's, on the device, so a replay is the next forward), replayed
+        // `replays` times with y poisoned before each: the same bits every time.
         const int replays = routing == 0 ? o.replays : 0;
         bool stable = true;
+        std::vector<CUgraphExec> graphs(ranks.local().size(), nullptr);
+        for (std::size_t i = 0; i < graphs.size() && replays; ++i) {
+          NcclRank& r = ranks.local()[i];
+          MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+          CUgraph g = nullptr;
+          MOEJIT_CU(cuStreamBeginCapture, r.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+          models[i].ep->forward(mine[i]->args(B, r.ws), r.stream);
+          MOEJIT_CU(cuStreamEndCapture, r.stream, &g);
+          MOEJIT_CU(cuGraphInstantiateWithFlags, &graphs[i], g, 0);
+          MOEJIT_CU(cuGraphDestroy, g);
+        }
         for (int n = 0; n < replays; ++n) {
           for (std::size_t i = 0; i < ranks.local().size(); ++i) {
-            MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
-            models[i].ep->forward(mine[i]->args(B, ranks.local()[i].ws), ranks.local()[i].stream);
+            NcclRank& r = ranks.local()[i];
+            MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+            MOEJIT_CU(cuMemsetD8Async, mine[i]->y.ptr(), 0xFF, mine[i]->y.bytes(), r.stream);  // poison
+            MOEJIT_CU(cuGraphLaunch, graphs[i], r.stream);
           }
           if (auto lost = lost_rank(ranks)) return report_lost(ranks, o, *lost, where + fmt::format(", replay {}", n));
-          if (n % 10 == 9 || n == replays - 1)
-            for (std::size_t i = 0; i < ranks.local().size(); ++i) {
-              MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
-              stable = stable && mine[i]->download(ranks.local()[i].stream) == got[i];
-            }
+          for (std::size_t i = 0; i < ranks.local().size(); ++i) {
+            MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+            stable = stable && mine[i]->download(ranks.local()[i].stream) == got[i];
+          }
         }
+        for (std::size_t i = 0; i < graphs.size(); ++i)
+          if (graphs[i]) {
+            MOEJIT_CU(cuCtxSetCurrent, ranks.local()[i].ctx);
+            MOEJIT_CU(cuGraphExecDestroy, graphs[i]);
+          }
         for (std::size_t i = 0; i < ranks.local().size(); ++i) {
           const double c = cosine(got[i], want[i]);
           const std::size_t bad = bad_elements(got[i]);
@@ -142,9 +161,10 @@ int run_check(NcclRanks& ranks, const EpNcclOptions& o) {
           (ok ? passed : failed) += 1;
           const int rank = ranks.local()[i].rank;
           emit(o,
-               fmt::format("{} rank {} of {}: {} cos {:.7f} vs the one-GPU layer, {} NaN/Inf/unwritten{}", where, rank,
-                           R, ok ? "PASS" : "FAIL", c, bad,
-                           replays ? fmt::format(", {} replays {}", replays, stable ? "bitwise equal" : "DIFFER") : ""),
+               fmt::format(
+                   "{} rank {} of {}: {} cos {:.7f} vs the one-GPU layer, {} NaN/Inf/unwritten{}", where, rank, R,
+                   ok ? "PASS" : "FAIL", c, bad,
+                   replays ? fmt::format(", {} graph replays {}", replays, stable ? "bitwise equal" : "DIFFER") : ""),
                nlohmann::json{{"model", model},
                               {"B", B},
                               {"routing", oracle::ep_routing_name(routing)},
