@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstddef>
+#include <thread>
 
 #include "runtime/driver_api.hpp"
 #include "runtime/moe_layer.hpp"
@@ -92,9 +94,20 @@ std::optional<std::string> rank_wait_error(CUdeviceptr ws, CUstream stream) {
   MOEJIT_CU(cuStreamSynchronize, stream);
   contract::MoeHeader h{};
   MOEJIT_CU(cuMemcpyDtoH, &h, ws, sizeof(h));
+  // Another rank's grid may still be writing the rank and value of an error it claimed here (ep_claim): they
+  // land within microseconds; a second is far past that.
+  for (int tries = 0; h.error == contract::kEpWaitClaimed && tries < 1000; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    MOEJIT_CU(cuMemcpyDtoH, &h, ws, sizeof(h));
+  }
   const double ms = static_cast<double>(h.timeout_ns) / 1e6;
   switch (h.error) {
     case contract::kEpWaitNone: return std::nullopt;
+    case contract::kEpWaitClaimed:
+      return fmt::format(
+          "rank {}: a rank claimed this workspace's error word and did not finish writing it within "
+          "a second (its GPU stopped?); this rank had finished {} forwards",
+          h.rank, h.epoch);
     case contract::kEpWaitDispatch:
       return fmt::format(
           "rank {}: rank {} did not dispatch its tokens within {} ms (its `dispatched` counter stayed "

@@ -187,6 +187,9 @@ enum EpWait : int {
   kEpWaitSetup = 6,     // the workspace is not set up for the kernel's ranks (error_value: the header's ranks)
   kEpWaitPull = 7,      // compute: this rank's dispatch never finished pulling the peers' rows (kEpPull)
   kEpWaitGate = 8,      // compute: the CTA that scans the peers never opened this rank's gate (kEpDirectScan)
+  // Claimed, its rank and value still being written (ep_fail): the word holds this for microseconds, then the
+  // cause. Nonzero, so every wait that reads it gives up as for any error.
+  kEpWaitClaimed = -1,
 };
 
 // The planner's expert-parallel decisions (MoeLaunchPlan::ep), as the bits of

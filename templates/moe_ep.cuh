@@ -42,22 +42,29 @@ __device__ __forceinline__ int ld_volatile(const int* p) {
   return *reinterpret_cast<const volatile int*>(p);
 }
 
+// Claims header `h`'s error word for (what, rank, value) unless it holds one: claimed at system scope (the
+// other ranks claim it too, from their GPUs), its rank and value written, then the cause published, so that a
+// host that reads the cause reads its rank and value with it (rank_wait_error).
+__device__ inline bool ep_claim(contract::MoeHeader* h, int what, int rank, int value) {
+  if (atomicCAS_system(&h->error, 0, int(contract::kEpWaitClaimed)) != 0) return false;
+  h->error_rank = rank;
+  h->error_value = value;
+  __threadfence_system();
+  st_release_sys(&h->error, what);
+  return true;
+}
+
 // Records (what, rank, value) as this workspace's first error, unless one is
 // there, and tells every other rank (contract::kEpWaitPeer, naming this one)
 // so that none of them takes this forward for a good one: a rank that gave up
 // still finishes its grids, and its counters move on.
 __device__ inline void ep_fail(contract::MoeHeader* own, int what, int rank, int value, bool tell_peers = true) {
-  if (atomicCAS(&own->error, 0, what) != 0) return;
-  own->error_rank = rank;
-  own->error_value = value;
+  if (!ep_claim(own, what, rank, value)) return;
   if (tell_peers && own->ranks <= contract::kMaxRanks)
     for (int s = 0; s < own->ranks; ++s) {
       auto* peer = reinterpret_cast<contract::MoeHeader*>(own->peers[s]);
       if (s == own->rank || peer == nullptr) continue;
-      if (atomicCAS_system(&peer->error, 0, contract::kEpWaitPeer) == 0) {
-        peer->error_rank = own->rank;
-        peer->error_value = what;
-      }
+      ep_claim(peer, contract::kEpWaitPeer, own->rank, what);
     }
   __threadfence_system();
 }

@@ -144,15 +144,16 @@ void NcclRanks::setup_workspaces(std::int64_t bytes, PeerTable mode, std::chrono
                         r.rank));
       MOEJIT_CU(cuCtxSetCurrent, r.ctx);
       runtime::init_rank_workspace_nccl(target, r.window, r.ws, bytes, r.rank, ranks_, rank_timeout, r.stream);
-      // The table as the kernels will read it: every entry a device address, 256-byte aligned.
+      // The table as the kernels will read it: every entry a device address, 256-byte aligned, this rank's its
+      // own workspace and no other's.
       std::vector<std::uint64_t> table(ranks_);
       MOEJIT_CU(cuMemcpyDtoH, table.data(), r.ws + runtime::k_peer_table_offset, table.size() * 8);
       for (int s = 0; s < ranks_; ++s)
-        if (table[s] == 0 || table[s] % 256 != 0)
+        if (table[s] == 0 || table[s] % 256 != 0 || (s == r.rank) != (table[s] == r.ws))
           throw std::runtime_error(
-              fmt::format("rank {}: the peer table's entry {} is 0x{:x} (from NCCL's window): "
-                          "not a workspace; use --peers ipc",
-                          r.rank, s, table[s]));
+              fmt::format("rank {}: the peer table's entry {} is 0x{:x} (from NCCL's window; this "
+                          "rank's workspace is 0x{:x}): not a workspace; use --peers ipc",
+                          r.rank, s, table[s], r.ws));
     }
   } else if (grouped) {
     // One process: every workspace is this process's memory, reachable with peer access.

@@ -113,6 +113,11 @@ void init_rank_workspace_nccl(std::string_view target, ncclWindow_t window, CUde
                               int rank, int ranks, std::chrono::nanoseconds timeout, CUstream stream) {
   init_rank_header(ws, bytes, rank, ranks, timeout, stream);
   fill_peer_table(target, window, ranks, ws + k_peer_table_offset, stream);
+  // The rank's own entry is `ws`, the address its kernels write through, not NCCL's second mapping of the same
+  // pages: two virtual addresses of one buffer on one GPU are not coherent with each other (virtual aliasing),
+  // and the roles read their own rows, routes and counters through the table too.
+  const std::uint64_t self = ws;
+  MOEJIT_CU(cuMemcpyHtoDAsync, ws + k_peer_table_offset + 8 * std::size_t(rank), &self, sizeof self, stream);
   MOEJIT_CU(cuStreamSynchronize, stream);
 }
 

@@ -82,7 +82,7 @@ void fill_peer_table(std::string_view target, ncclWindow_t window, int peers, CU
 // rank's workspace, the base of `window` (ncclMemAlloc'ed, registered with
 // ncclCommWindowRegister on every rank of the communicator, `bytes` each);
 // writes its header as runtime::init_rank_workspace does, with the peer table
-// from NCCL's window (ncclGetPeerPointer).
+// from NCCL's window (ncclGetPeerPointer) but entry `rank`, which is `ws`.
 void init_rank_workspace_nccl(std::string_view target, ncclWindow_t window, CUdeviceptr ws, std::int64_t bytes,
                               int rank, int ranks, std::chrono::nanoseconds timeout, CUstream stream);
 
