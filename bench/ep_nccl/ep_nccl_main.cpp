@@ -68,8 +68,8 @@ constexpr const char* kUsage =
     "\n"
     "processes:\n"
     "  --launch R           start R rank processes of this program (GPU r each) and wait for them; exit 0 only if\n"
-    "                       every rank did; a rank still running 4 rank timeouts + 20 s after another failed is "
-    "killed\n"
+    "                       every rank did; a rank still running 20 s past its longest bound (4 rank timeouts, the\n"
+    "                       init timeout, 2 minutes of a timed loop) after another failed is killed as hung\n"
     "  --rank r --ranks R --id-file F\n"
     "                       run one rank (what --launch starts; an engine's launcher can start them too): rank 0\n"
     "                       writes NCCL's unique id to F, the others wait for it\n"
@@ -236,7 +236,11 @@ int launch(const EpNcclOptions& o, const std::vector<std::string>& forwarded) {
                                std::string("--seed"), std::to_string(seed)})
     args.push_back(a);
   LaunchOptions lo;
-  lo.grace = 4 * o.rank_timeout + std::chrono::milliseconds(20000);
+  // A survivor reports a lost rank within 4 rank timeouts (its EP waits), or its watchdog names the step it
+  // waited in (nccl_ranks.hpp): the grace outlasts both before the launcher calls it hung.
+  lo.grace =
+      std::max({std::chrono::milliseconds(4 * o.rank_timeout), o.init_timeout, kSetupStepTimeout, kTimedStepTimeout}) +
+      std::chrono::milliseconds(20000);
   lo.deadline = std::chrono::seconds(o.deadline_s);
   fmt::print(say, "moejit_ep_nccl: {} ranks, seed {}, id file {}\n", o.launch, seed, id_file);
   std::fflush(say);

@@ -11,10 +11,6 @@
 
 namespace moejit::bench {
 namespace {
-// A collective set-up step (window registration, an all-gather, a barrier): the peers are there, so a minute
-// is a lost rank, not a slow one.
-constexpr std::chrono::milliseconds kStepTimeout{60000};
-
 const runtime::NcclApi& load_nccl() {
   std::string why;
   const runtime::NcclApi* api = runtime::try_nccl(&why);
@@ -122,7 +118,7 @@ void NcclRanks::setup_workspaces(std::int64_t bytes, PeerTable mode, std::chrono
   }
   if (mode == PeerTable::window) {
     {
-      const Watchdog guard(kStepTimeout, "ncclCommWindowRegister", kExitRankGone);
+      const Watchdog guard(kSetupStepTimeout, "ncclCommWindowRegister", kExitRankGone);
       if (grouped) check(api_->ncclGroupStart(), "ncclGroupStart");
       for (NcclRank& r : local_) {
         MOEJIT_CU(cuCtxSetCurrent, r.ctx);
@@ -183,7 +179,7 @@ void NcclRanks::setup_workspaces(std::int64_t bytes, PeerTable mode, std::chrono
     MOEJIT_CU(cuMemAlloc, &recv, sizeof mine * ranks_);
     MOEJIT_CU(cuMemcpyHtoD, send, &mine, sizeof mine);
     {
-      const Watchdog guard(kStepTimeout, "the IPC handles' ncclAllGather", kExitRankGone);
+      const Watchdog guard(kSetupStepTimeout, "the IPC handles' ncclAllGather", kExitRankGone);
       check(api_->ncclAllGather(reinterpret_cast<void*>(send), reinterpret_cast<void*>(recv), sizeof mine, ncclUint8,
                                 r.comm, r.stream),
             "ncclAllGather (IPC handles)");
@@ -212,7 +208,8 @@ void NcclRanks::setup_workspaces(std::int64_t bytes, PeerTable mode, std::chrono
 }
 
 void NcclRanks::barrier() {
-  const Watchdog guard(kStepTimeout, "a barrier of the ranks", kExitRankGone);
+  const Watchdog guard(kSetupStepTimeout, "a barrier of the ranks", kExitRankGone);
+  const AbortOnThrow abort_on_throw(*this);  // before its buffers' frees wait on an all-reduce whose peer is gone
   std::vector<CUdeviceptr> words(local_.size());
   const bool grouped = local_.size() > 1;
   for (std::size_t i = 0; i < local_.size(); ++i) {
@@ -270,6 +267,8 @@ void NcclRanks::abandon() {
 
 NcclRanks::~NcclRanks() {
   // Every communicator first (in one process the last destroy finalizes them all), then streams and contexts.
+  // ncclCommDestroy synchronizes within the node: bounded, as every other step that can wait on a peer.
+  const Watchdog guard(kSetupStepTimeout, "the communicators' teardown", kExitRankGone);
   if (!healthy_ || std::uncaught_exceptions() > 0) abandon();
   for (NcclRank& r : local_)
     if (r.comm) {

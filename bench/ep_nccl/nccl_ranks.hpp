@@ -41,6 +41,12 @@ struct NcclRank {
 
 // A step that waits on the other ranks and found one gone ends the process with this code (Watchdog).
 inline constexpr int kExitRankGone = 3;
+// The watchdogs' bounds: a set-up step (window registration, an all-gather, a barrier, the teardown), whose
+// peers are there, so a minute is a lost rank; a timed loop of the bench (its 48 forwards of EP or baseline).
+// The launcher's grace after a rank fails outlasts the longest (ep_nccl_main.cpp), so that a survivor's
+// watchdog names the step it waited in before the launcher would call it hung.
+inline constexpr std::chrono::milliseconds kSetupStepTimeout{60000};
+inline constexpr std::chrono::milliseconds kTimedStepTimeout{120000};
 
 class NcclRanks {
  public:

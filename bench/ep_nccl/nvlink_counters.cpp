@@ -88,12 +88,17 @@ std::optional<NvlinkCounters> NvlinkCounters::open(CUdevice device, std::string*
   }
   // The sum over the links where NVML gives it (links_ 0), else link by link: the first that does not read ends
   // them.
-  bool all = true;
-  for (const FieldValue& f : query(c.handle_, 0)) all = all && f.nvml_return == 0;
-  if (all) return c;
-  for (const FieldValue& f : query(c.handle_, kMaxLinks)) {
-    if (f.nvml_return != 0) break;
-    if (f.field_id == kDataRx) c.links_ = int(f.scope_id) + 1;
+  try {
+    bool all = true;
+    for (const FieldValue& f : query(c.handle_, 0)) all = all && f.nvml_return == 0;
+    if (all) return c;
+    for (const FieldValue& f : query(c.handle_, kMaxLinks)) {
+      if (f.nvml_return != 0) break;
+      if (f.field_id == kDataRx) c.links_ = int(f.scope_id) + 1;
+    }
+  } catch (const std::exception& e) {  // the counters are a column of the bench, not a reason to stop it
+    if (why) *why = e.what();
+    return std::nullopt;
   }
   if (c.links_ == 0) {
     if (why) *why = fmt::format("GPU {} has no readable NVLink throughput counter", bus);

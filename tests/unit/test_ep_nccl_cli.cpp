@@ -1,6 +1,6 @@
 // moejit_ep_nccl as a user runs it, without a GPU: its help, its refusals
 // (the option, its value and the range, exit 2), and --launch on a machine
-// without a driver: both ranks skip, the launcher reports them and exits 77.
+// without a driver: skipped (77) before any rank is started.
 #include <doctest/doctest.h>
 
 #include <chrono>
