@@ -24,12 +24,12 @@
 #   partitions  green-context SM partitions and two layers planned for 64-SM partitions running at once
 #   ep        expert parallelism on R = 2 and 4 partitions: its GPU tests, then moejit_bench_ep
 #   ep2       expert parallelism on 2 GPUs over NCCL (the nvidia-h200-x2 machine; issue 17): how the GPUs link,
-#             moejit_ep_nccl check in one process (ncclCommInitAll) on a few points, then with one process a GPU
-#             on every B and routing (100 replays), bench, and soak with rank 1 killed mid-run (PASS: "kill test
-#             passed", rank 1 by signal 9 and rank 0 reporting it with exit 3). NCCL: $MOEJIT_NCCL_LIBRARY, else
-#             the loader's libnccl.so.2, else the machine's Python nvidia-nccl wheel's. ep2-check, ep2-bench and
-#             ep2-kill are its three parts, for calls of the 10-minute limit (EP2_CHECK_ARGS, e.g. "--model glm5.2",
-#             narrows the check to one call's worth)
+#             moejit_ep_nccl check with one process a GPU on every B and routing (100 graph replays), check in
+#             one process (ncclCommInitAll) on a few points, soak with rank 1 killed mid-run (PASS: "kill test
+#             passed", rank 1 by signal 9, rank 0 reporting it with exit 3), and bench. NCCL:
+#             $MOEJIT_NCCL_LIBRARY, else the loader's libnccl.so.2, else the Python nvidia-nccl wheel's.
+#             ep2-check, ep2-single, ep2-kill and ep2-bench are its parts, for calls of the 10-minute limit
+#             (EP2_CHECK_ARGS, e.g. "--model glm5.2", narrows the check to one call's worth)
 #   small-b   the B <= 8 candidates, each checked first (`moejit run`): the unit schedule against stream at
 #             B = 1, 2, 4, the planned PDL (B <= 2) against --no-pdl, and tile_n 8 and the 7-stage ring at
 #             B = 8 against the plan (4 stages), A/B'd in the bench twice
@@ -202,7 +202,7 @@ for step in "${steps[@]}"; do
       run gpu-tests-ep.log moejit_gpu_tests --duration=true -tc='expert parallelism*'
       run bench-ep.log moejit_bench_ep
       ;;
-    ep2 | ep2-check | ep2-bench | ep2-kill)
+    ep2 | ep2-check | ep2-single | ep2-bench | ep2-kill)
       if [ -z "${MOEJIT_NCCL_LIBRARY:-}" ] && ! ldconfig -p | grep -q 'libnccl.so.2 '; then
         MOEJIT_NCCL_LIBRARY=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
         export MOEJIT_NCCL_LIBRARY
@@ -210,15 +210,18 @@ for step in "${steps[@]}"; do
       export NCCL_NVLS_ENABLE=0  # never NVLink multicast (the device's rule; moejit does not use it)
       if [ "$step" = ep2 ] || [ "$step" = ep2-check ]; then
         run ep2-topology.log sh -c 'nvidia-smi topo -m; echo "MOEJIT_NCCL_LIBRARY=${MOEJIT_NCCL_LIBRARY:-}"'
-        run ep2-check-single.log moejit_ep_nccl check --single-process 2 --model glm5.2 --batches 1,8,64 --replays 20
         run ep2-check.log moejit_ep_nccl check --launch 2 ${EP2_CHECK_ARGS:-}
       fi
-      if [ "$step" = ep2 ] || [ "$step" = ep2-bench ]; then run ep2-bench.log moejit_ep_nccl bench --launch 2; fi
+      if [ "$step" = ep2 ] || [ "$step" = ep2-single ]; then
+        run ep2-check-single.log moejit_ep_nccl check --single-process 2 --model glm5.2 --batches 8 --routings 0,4,5 \
+          --replays 10
+      fi
       if [ "$step" = ep2 ] || [ "$step" = ep2-kill ]; then
         run ep2-kill.log moejit_ep_nccl soak --launch 2 --die-rank 1 --die-after 20
       fi
+      if [ "$step" = ep2 ] || [ "$step" = ep2-bench ]; then run ep2-bench.log moejit_ep_nccl bench --launch 2; fi
       ;;
-    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python small-b trace decoded partitions ep ep2 ep2-check ep2-bench ep2-kill)" | tee -a "$OUT/summary.txt" ;;
+    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python small-b trace decoded partitions ep ep2 ep2-check ep2-single ep2-bench ep2-kill)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
 tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$LOGS"
