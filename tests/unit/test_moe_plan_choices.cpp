@@ -1,0 +1,340 @@
+// The launch plan's choices for the fast atom on one GPU, and that the
+// kernels it emits carry them: the ring's depth, the unit schedule (two
+// warpgroups, or three step owners), paired split rows, the one-warp routing
+// tables, PDL between the roles, decoded and subnormal weight scales. No GPU:
+// the planner, the kernel specs and, where a choice shows in the code, the
+// assembled kernel. (Every kernel compiling within its plan:
+// test_moe_kernels.cpp.)
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "codegen/moe_kernels.hpp"
+#include "codegen/plan_schedule.hpp"
+#include "codegen/planner.hpp"
+#include "jit/kernel_builder.hpp"
+#include "templates/moe_contract.cuh"
+
+using namespace moejit;
+
+namespace {
+// A kernel spec's template constant by name (-1: absent).
+long long constant_of(const codegen::KernelSpec& spec, const std::string& name) {
+  for (const auto& [n, v] : spec.constants)
+    if (n == name) return v;
+  return -1;
+}
+}  // namespace
+
+TEST_CASE(
+    "the fast atom's ring is 4 stages deep up to B = 8 (8 for B = 1's step owners, 5 for the unit schedule's pairs), "
+    "5 up to B = 32, as deep as SMEM allows above, unless set") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+    CAPTURE(std::string(model));
+    const codegen::MoeConfig c = codegen::builtin_model(model);
+    codegen::MoeCodegenOptions o;
+    o.path = codegen::ComputePath::fast;
+    const int deep = codegen::plan_launch(c, 33, h200, o).stages;
+    CHECK(deep > 5);
+    CHECK(codegen::plan_launch(c, 1, h200, o).stages == 8);  // the unit schedule's step owners
+    o.consumer_groups = 2;  // the unit schedule on two warpgroups: its own measured depth
+    CHECK(codegen::plan_launch(c, 1, h200, o).stages == 5);
+    o.consumer_groups = 0;
+    for (int b : {2, 3, 4, 5, 8}) {
+      const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, o);
+      CHECK(plan.stages == (plan.schedule == codegen::Schedule::units ? 5 : 4));  // (GLM5.2 B = 2 plans units)
+    }
+    for (int b : {9, 16, 32}) CHECK(codegen::plan_launch(c, b, h200, o).stages == 5);
+    for (int b : {33, 64, 256}) CHECK(codegen::plan_launch(c, b, h200, o).stages == deep);
+    o.stages = 6;
+    CHECK(codegen::plan_launch(c, 1, h200, o).stages == 6);  // the options win
+    o.stages = 3;  // fits the SMEM, but a step owner holds a stage a whole step: named as the owners' minimum
+    CHECK_THROWS_WITH_AS(codegen::plan_launch(c, 1, h200, o),
+                         doctest::Contains("stages = 3 is invalid for the unit schedule's step owners"),
+                         codegen::ConfigError);
+    CHECK(codegen::plan_launch(c, 2, h200, o).stages == 3);
+    o.stages = 0;
+    o.path = codegen::ComputePath::exact;  // measured for the fast atom only
+    CHECK(codegen::plan_launch(c, 1, h200, o).stages == codegen::plan_launch(c, 8, h200, o).stages);
+  }
+}
+
+TEST_CASE(
+    "the unit schedule: items of 4 tiles on two warpgroups or three step owners, a finalize warp per route, refused "
+    "where it cannot run") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const bool shared : {false, true})
+    for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+      CAPTURE(model);
+      CAPTURE(shared);
+      const codegen::MoeConfig c = codegen::builtin_model(model, shared);
+      codegen::MoeCodegenOptions o;
+      o.path = codegen::ComputePath::fast;
+      o.schedule = codegen::Schedule::stream;
+      const codegen::MoeLaunchPlan stream = codegen::plan_launch(c, 8, h200, o);
+      o.schedule = codegen::Schedule::units;
+      for (int b = 1; b <= contract::kUnitTokens; ++b) {
+        const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, o);
+        CHECK(plan.schedule == codegen::Schedule::units);
+        CHECK(plan.groups == (b == 1 ? 3 : 2));  // the atom's unit_groups up to its unit_max_batch, then pairs
+        CHECK(plan.tiles == contract::kUnitTiles);
+        CHECK(plan.finalize.grid == b * ((c.hidden + 127) / 128));
+        CHECK(plan.finalize.threads == 32 * (c.top_k + (shared ? 1 : 0)));
+        CHECK(plan.workspace_bytes == stream.workspace_bytes);  // one workspace for every schedule and batch
+        CHECK(contract::unit_partials_fit(codegen::workspace_dims(c, plan.contract_path), plan.compute.grid, b));
+        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kSchedule") == contract::kScheduleUnits);
+        CHECK(constant_of(codegen::moe_finalize_spec(c, plan), "kSchedule") == contract::kScheduleUnits);
+        CHECK(constant_of(codegen::moe_finalize_spec(c, plan), "kGrid") == plan.compute.grid);
+      }
+      CHECK(stream.schedule == codegen::Schedule::stream);
+      CHECK(constant_of(codegen::moe_compute_spec(c, stream), "kSchedule") == contract::kScheduleStream);
+      CHECK(constant_of(codegen::moe_finalize_spec(c, stream), "kGrid") == 0);
+      CHECK_THROWS_AS(codegen::plan_launch(c, 16, h200, o), codegen::ConfigError);
+      // Three warpgroups own whole steps: 4 tiles a step, 8-column token tiles, the owners' reduction in SMEM.
+      o.consumer_groups = 3;
+      for (int b = 1; b <= contract::kUnitTokens; ++b) {
+        const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, o);
+        CHECK(plan.groups == 3);
+        CHECK(plan.tiles == contract::kUnitTiles);
+        CHECK(plan.tile_n == 8);
+        CHECK(plan.stages == 8);
+        CHECK(plan.activation_warps == 3);  // 12 consumer warps and the weight warp: 3 of a row of 16 left
+        CHECK(plan.compute.threads == contract::compute_threads(3, false, 3));
+        CHECK(plan.compute.threads == 512);
+        CHECK(plan.compute.register_cap == 128);
+        CHECK(contract::step_owners(plan.groups, plan.tiles));
+        const auto layout = contract::compute_smem_layout(plan.contract_path, plan.groups, plan.tiles, plan.tile_n,
+                                                          plan.stages, c.weight_experts(), plan.compute.grid);
+        CHECK(layout.active - layout.reduce == 2 * 2 * 2 * 4 * 128 * 4);  // [pair][source][tile][N / 2][thread]
+        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kGroups") == 3);
+      }
+      o.tile_n = 16;
+      CHECK_THROWS_WITH_AS(codegen::plan_launch(c, 1, h200, o),
+                           "tile_n = 16 is invalid with schedule = units on 3 consumer warpgroups: their step owners "
+                           "run 8-column token tiles (allowed: 8)",
+                           codegen::ConfigError);
+      o.tile_n = 0;
+      o.consumer_groups = 2;  // a pair of tiles a warpgroup: no reduction, GEMM1 on paired rows as planned at B = 1
+      const codegen::MoeLaunchPlan pairs = codegen::plan_launch(c, 1, h200, o);
+      CHECK(pairs.groups == 2);
+      CHECK(pairs.tiles == contract::kUnitTiles);
+      CHECK(pairs.tile_n == 8);
+      CHECK(pairs.paired_rows);
+      CHECK_FALSE(contract::step_owners(pairs.groups, pairs.tiles));
+      CHECK(contract::owner_reduce_bytes(pairs.groups, pairs.tiles, pairs.tile_n) == 0);
+      o.consumer_groups = 1;
+      CHECK_THROWS_AS(codegen::plan_launch(c, 1, h200, o), codegen::ConfigError);
+      o.consumer_groups = 0;
+      o.path = codegen::ComputePath::exact;
+      CHECK_THROWS_AS(codegen::plan_launch(c, 1, h200, o), codegen::ConfigError);
+    }
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  // Planned at B = 1 (the atom's measured range) on the fast path of one GPU, unless the options ask for what it
+  // does not run.
+  CHECK(codegen::plan_launch(glm, 1, h200).schedule == codegen::Schedule::units);
+  CHECK(codegen::plan_launch(codegen::builtin_model("dsv4.1-flash", true), 1, h200).schedule ==
+        codegen::Schedule::units);
+  // At B = 2 where whole units balance the grid (the expected active experts' units over its rounds): GLM5.2's
+  // 16 experts x 16 units fill two rounds of 132 CTAs to 0.95, on two warpgroups; DSV4.1-Flash's 11.9 x 18 to
+  // 0.81, and the shared expert makes GLM5.2's 17 x 16 three rounds (0.69).
+  CHECK(codegen::expected_unit_balance(glm, 2, 132) == doctest::Approx(15.75 * 16 / 264).epsilon(1e-3));
+  CHECK(codegen::expected_unit_balance(codegen::builtin_model("dsv4.1-flash"), 2, 132) ==
+        doctest::Approx(11.906 * 18 / 264).epsilon(1e-3));
+  CHECK(codegen::expected_unit_balance(codegen::builtin_model("glm5.2", true), 2, 132) ==
+        doctest::Approx(16.75 * 16 / 396).epsilon(1e-3));
+  const codegen::MoeLaunchPlan glm2 = codegen::plan_launch(glm, 2, h200);
+  CHECK(glm2.schedule == codegen::Schedule::units);
+  CHECK(glm2.groups == 2);
+  CHECK(glm2.stages == 5);
+  const codegen::MoeLaunchPlan dsv2 = codegen::plan_launch(codegen::builtin_model("dsv4.1-flash"), 2, h200);
+  CHECK(dsv2.schedule == codegen::Schedule::stream);
+  CHECK(std::count(dsv2.notes.begin(), dsv2.notes.end(),
+                   "schedule stream: each phase's K128 steps split evenly over the CTAs (the unit schedule's "
+                   "expected balance over 132 CTAs is 0.81 < 0.9)") == 1);
+  CHECK(codegen::plan_launch(codegen::builtin_model("glm5.2", true), 2, h200).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 3, h200).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.path = codegen::ComputePath::exact}).schedule ==
+        codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.consumer_groups = 1}).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.consumer_groups = 3}).schedule == codegen::Schedule::units);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.decoded_scales = true}).schedule == codegen::Schedule::stream);
+  CHECK(codegen::plan_launch(glm, 1, h200, {.schedule = codegen::Schedule::stream}).schedule ==
+        codegen::Schedule::stream);
+  // Step owners are planned at B = 1 (the atom's unit_max_batch); a forced unit schedule runs two warpgroups
+  // above, and asking for three where they cannot pair every segment (B > contract::kPairedRows) is refused.
+  const codegen::MoeConfig small = codegen::builtin_model("gpt-oss-20b");
+  const int above = contract::kPairedRows + 1;
+  REQUIRE(codegen::plan_launch(small, above, h200, {.schedule = codegen::Schedule::units}).schedule ==
+          codegen::Schedule::units);
+  CHECK(codegen::plan_launch(small, above, h200, {.schedule = codegen::Schedule::units}).groups == 2);
+  CHECK(codegen::plan_launch(small, contract::kPairedRows, h200, {.schedule = codegen::Schedule::units}).groups == 2);
+  CHECK(codegen::plan_launch(small, 1, h200, {.schedule = codegen::Schedule::units}).groups == 3);
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(small, above, h200, {.consumer_groups = 3, .schedule = codegen::Schedule::units}),
+      "consumer_groups = 3 is invalid with schedule = units at B = 5: the step owners pair at most 4 token rows "
+      "(B <= 4; 2 warpgroups run the schedule at any B it fits)",
+      codegen::ConfigError);
+  codegen::MoeConfig ranks2 = glm;
+  ranks2.ranks = 2;
+  CHECK(codegen::plan_launch(ranks2, 1, h200).schedule == codegen::Schedule::stream);
+  codegen::MoeCodegenOptions o;
+  o.schedule = codegen::Schedule::units;
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(glm, 1, h200, {.schedule = codegen::Schedule::units, .decoded_scales = true}),
+      "schedule = units is invalid with decoded_scales = true: the unit schedule has not been run "
+      "with a decoder warp",
+      codegen::ConfigError);
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(glm, 16, h200, o),
+                       "schedule = units is invalid at B = 16: its partial rows take 50331648 B and the workspace "
+                       "holds 12976128 B for them (B <= 4)",
+                       codegen::ConfigError);
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(glm, 1, h200, {.path = codegen::ComputePath::exact, .schedule = codegen::Schedule::units}),
+      "schedule = units is invalid for the sm90-bf16-mma atom: only the sm90-fp8-wgmma atom on one "
+      "GPU runs it",
+      codegen::ConfigError);
+  codegen::MoeConfig ep = glm;
+  ep.ranks = 2;
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(ep, 1, h200, o),
+                       "schedule = units is invalid for the sm90-fp8-wgmma atom with expert parallelism: only the "
+                       "sm90-fp8-wgmma atom on one GPU runs it",
+                       codegen::ConfigError);
+}
+
+TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPairedRows rows") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const bool shared : {false, true})
+    for (const char* model : {"glm5.2", "dsv4.1-flash", "gpt-oss-120b"}) {
+      CAPTURE(model);
+      CAPTURE(shared);
+      if (shared && std::string(model) == "gpt-oss-120b") continue;  // it has none
+      const codegen::MoeConfig c = codegen::builtin_model(model, shared);
+      // An expert draws at most B rows of a forward on one GPU from distinct routes (the shared expert exactly B;
+      // repeats run more tiles of kPairedRows rows: ComputeRole::kTileRows): every segment pairs
+      // up to B = kPairedRows; up to B = 8 the 8-column tiles cover every segment, and those of at most
+      // kPairedRows rows pair.
+      for (int b = 1; b <= 9; ++b) {
+        CAPTURE(b);
+        const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200);
+        CHECK(plan.paired_rows == (b <= 8));
+        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kPaired") == (b <= contract::kPairedRows
+                                                                                 ? contract::kPairedAll
+                                                                             : b <= 8 ? contract::kPairedShort
+                                                                                      : contract::kPairedNone));
+        CHECK((plan.tile_n == 8) == (b <= 8));
+        // The step owners run on paired rows only, and are planned where the unit schedule is at B = 1.
+        if (plan.schedule == codegen::Schedule::units) CHECK(plan.groups == (b == 1 ? 3 : 2));
+      }
+      // A wider token tile asked for keeps the rows apart (the 16-column split), on two warpgroups at B = 1.
+      const codegen::MoeLaunchPlan wide = codegen::plan_launch(c, 1, h200, {.tile_n = 16});
+      CHECK_FALSE(wide.paired_rows);
+      CHECK(wide.tile_n == 16);
+      CHECK(wide.groups == 2);
+      CHECK(constant_of(codegen::moe_compute_spec(c, wide), "kPaired") == 0);
+      CHECK(codegen::plan_launch(c, 2, h200, {.tile_n = 8}).paired_rows);
+      // Paths without split rows, and expert parallelism (an expert's rows come from every rank), do not pair.
+      CHECK_FALSE(codegen::plan_launch(c, 1, h200, {.path = codegen::ComputePath::exact}).paired_rows);
+      codegen::MoeConfig ep = c;
+      ep.ranks = 2;
+      if (!shared) CHECK_FALSE(codegen::plan_launch(ep, 1, h200).paired_rows);
+    }
+}
+
+TEST_CASE("a step of at most 32 routes gets its routing tables from one warp in the unit schedule's kernel only") {
+  // route_tables_warp matches each route's expert across the warp (match.any): compiled into the kernel that
+  // runs B = 1, not into the stream kernels, which are at their register cap (moe_compute.cuh, kWarpTables).
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  auto warp_tables = [&](int batch) {
+    const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, batch, h200);
+    return jit::build_kernel(codegen::moe_compute_spec(glm, plan)).final_ptx.find("match.any.sync") !=
+           std::string::npos;
+  };
+  CHECK(codegen::plan_launch(glm, 1, h200).schedule == codegen::Schedule::units);
+  CHECK(warp_tables(1));
+  CHECK_FALSE(warp_tables(3));
+}
+
+TEST_CASE("PDL between the roles is planned up to B = 4 on the fast atom of one GPU, and off elsewhere") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const char* model : {"glm5.2", "dsv4.1-flash", "gpt-oss-120b"}) {
+    CAPTURE(model);
+    const codegen::MoeConfig c = codegen::builtin_model(model);
+    CHECK(codegen::plan_launch(c, 1, h200).pdl);
+    CHECK(codegen::plan_launch(c, 2, h200).pdl);
+    CHECK(codegen::plan_launch(c, 4, h200).pdl);
+    CHECK_FALSE(codegen::plan_launch(c, 5, h200).pdl);
+    CHECK_FALSE(codegen::plan_launch(c, 256, h200).pdl);
+    CHECK_FALSE(codegen::plan_launch(c, 1, h200, {.path = codegen::ComputePath::exact}).pdl);  // not measured there
+    codegen::MoeConfig ep = c;
+    ep.ranks = 2;
+    CHECK_FALSE(codegen::plan_launch(ep, 1, h200).pdl);  // the ranks' dispatch protocol, not measured with it
+  }
+}
+
+TEST_CASE("decoded scales add a decoder warp, in place of an activation warp, and its SMEM to the fast atom's kernel") {
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  codegen::MoeCodegenOptions o;
+  o.path = codegen::ComputePath::fast;
+  const codegen::MoeLaunchPlan plain = codegen::plan_launch(glm, 32, h200, o);
+  o.decoded_scales = true;
+  const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, 32, h200, o);
+  CHECK_FALSE(plain.decoded_scales);
+  CHECK(plan.decoded_scales);
+  // 12 consumer warps, the weight warp and the decoder leave a row of 16 two activation warps (not three).
+  CHECK(plan.compute.threads == plain.compute.threads);
+  CHECK(plan.activation_warps == plain.activation_warps - 1);
+  CHECK(plan.compute.register_cap == plain.compute.register_cap);
+  // FP32 scales of every weight row and token column of a stage: 16 B each, and a barrier.
+  const auto layout = contract::compute_smem_layout(plan.contract_path, plan.groups, plan.tiles, plan.tile_n,
+                                                    plan.stages, glm.weight_experts(), plan.compute.grid, true);
+  CHECK(layout.xdec - layout.wdec == 16 * plan.stages * plan.tiles * 64);
+  CHECK(layout.amax - layout.xdec == 16 * plan.stages * plan.tile_n);
+  CHECK(plan.compute.smem_bytes == layout.total);
+  CHECK(plan.stages <= plain.stages);
+  CHECK(constant_of(codegen::moe_compute_spec(glm, plan), "kDecoded") == 1);
+  CHECK(constant_of(codegen::moe_compute_spec(glm, plain), "kDecoded") == 0);
+  CHECK(plan.dispatch == plain.dispatch);
+  CHECK(plan.finalize == plain.finalize);
+  CHECK(plan.workspace_bytes == plain.workspace_bytes);
+
+  o.path = codegen::ComputePath::exact;
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(glm, 8, h200, o),
+                       "decoded_scales = true is invalid for the sm90-bf16-mma atom: only the sm90-fp8-wgmma atom "
+                       "reads UE8M0 scale words in its K-loop",
+                       codegen::ConfigError);
+}
+
+TEST_CASE("subnormal weight scales: the fast atom's K-loop decodes code 0 as 2^-127 only when the weights need it") {
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  codegen::MoeCodegenOptions o;
+  const codegen::MoeLaunchPlan flushed = codegen::plan_launch(glm, 8, h200, o);
+  o.subnormal_weight_scales = true;
+  const codegen::MoeLaunchPlan subnormal = codegen::plan_launch(glm, 8, h200, o);
+  CHECK_FALSE(flushed.subnormal_weight_scales);
+  CHECK(subnormal.subnormal_weight_scales);
+  const codegen::KernelSpec a = codegen::moe_compute_spec(glm, flushed), b = codegen::moe_compute_spec(glm, subnormal);
+  CHECK(constant_of(a, "kSubnormalScales") == 0);
+  CHECK(constant_of(b, "kSubnormalScales") == 1);
+  CHECK(a.summary() != b.summary());            // two kernels, two cache entries
+  CHECK(flushed.compute == subnormal.compute);  // the same geometry
+  // 2^-127 is 0x00400000: the subnormal kernel raises every weight scale code 0 to it in its K-loops, the other
+  // only the activation scales it decodes where they are staged.
+  auto raises = [](const jit::BuildArtifacts& built) {
+    std::size_t n = 0;
+    for (std::size_t at = built.final_ptx.find("4194304"); at != std::string::npos;
+         at = built.final_ptx.find("4194304", at + 1))
+      ++n;
+    return n;
+  };
+  CHECK(raises(jit::build_kernel(b)) > raises(jit::build_kernel(a)));
+  // The other atoms do not read codes this way: the option changes nothing there.
+  o.path = codegen::ComputePath::exact;
+  const codegen::MoeLaunchPlan exact = codegen::plan_launch(glm, 8, h200, o);
+  CHECK_FALSE(exact.subnormal_weight_scales);
+  CHECK(constant_of(codegen::moe_compute_spec(glm, exact), "kSubnormalScales") == 0);
+}
