@@ -28,6 +28,19 @@ int parse_int(const std::string& flag, const std::string& text);
 std::vector<int> parse_int_list(const std::string& flag, const std::string& text);
 std::vector<std::string> split_list(const std::string& text);  // "a,b,c" -> {"a", "b", "c"}
 
+// Rows [first, first + rows) of a row-major host array of `per` elements a row, on the device (a rank's tokens
+// of the global inputs); upload(v): all of it.
+template <class T>
+runtime::DeviceBuffer upload_rows(const std::vector<T>& v, std::size_t first, std::size_t rows, std::size_t per) {
+  runtime::DeviceBuffer b(rows * per * sizeof(T));
+  b.upload(v.data() + first * per, rows * per * sizeof(T));
+  return b;
+}
+template <class T>
+runtime::DeviceBuffer upload(const std::vector<T>& v) {
+  return upload_rows(v, 0, v.size(), 1);
+}
+
 // One forward's inputs on the device (uniform routing), and how many experts it touches.
 struct InputSet {
   runtime::DeviceBuffer xq, xs, xb, ids, w;  // x as MXFP8 (elements, scale words) and as BF16

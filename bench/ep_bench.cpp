@@ -22,7 +22,6 @@
 #include <optional>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -54,12 +53,6 @@ struct Step {
   double max() const { return *std::max_element(per_rank_median.begin(), per_rank_median.end()); }
 };
 
-template <class T>
-DeviceBuffer upload(const std::vector<T>& v) {
-  DeviceBuffer b(v.size() * sizeof(T));
-  b.upload(v);
-  return b;
-}
 }  // namespace
 
 namespace {
@@ -150,19 +143,15 @@ int run(int argc, char** argv) {
           const oracle::RandomInputs in = oracle::random_inputs(p, T, oracle::RoutingKind::uniform, rng());
           for (int r = 0; r < R; ++r) {
             RankSet s;
-            auto slice = [&](const auto& v, std::size_t per) {
-              using V = typename std::decay_t<decltype(v)>::value_type;
-              return std::vector<V>(v.begin() + r * B * per, v.begin() + (r + 1) * B * per);
-            };
-            s.xq = upload(slice(in.xq.elements, H));
-            s.xs = upload(slice(in.xq.scales, H / 32));
-            s.ids = upload(slice(in.routing.ids, k));
-            s.w = upload(slice(in.routing.weights, k));
+            s.xq = bench::upload_rows(in.xq.elements, std::size_t(r) * B, B, H);
+            s.xs = bench::upload_rows(in.xq.scales, std::size_t(r) * B, B, H / 32);
+            s.ids = bench::upload_rows(in.routing.ids, std::size_t(r) * B, B, k);
+            s.w = bench::upload_rows(in.routing.weights, std::size_t(r) * B, B, k);
             s.traffic = oracle::ep_traffic(in.routing, p.experts, R, r, B, int(k));
             const oracle::BaselineRoutes base = oracle::baseline_routes(in.routing, p.experts, R, r);
             s.touched = base.touched;
-            s.base_ids = upload(base.ids);
-            s.base_w = upload(base.weights);
+            s.base_ids = bench::upload(base.ids);
+            s.base_w = bench::upload(base.weights);
             touched += double(s.touched) / kSets;
             sets[si].push_back(std::move(s));
           }

@@ -56,6 +56,10 @@ std::vector<double> bf16_to_double(const std::vector<std::uint16_t>& v) {
 }
 }  // namespace
 
+reference::Agreement compare_bf16(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want) {
+  return reference::compare(bf16_to_double(got), bf16_to_double(want));
+}
+
 std::string_view routing_name(RoutingKind kind) {
   switch (kind) {
     case RoutingKind::uniform: return "uniform";
@@ -279,14 +283,14 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
   for (int t = 0; t < tokens && sample.size() < 16; t += std::max(1, tokens / 16)) sample.push_back(t);
   const std::vector<double> dense = reference::dense_reference(p, weights.host, x, r, sample);
   for (std::size_t i = 0; i < results.size(); ++i) {
-    results[i].quantized = reference::compare(bf16_to_double(outputs[i]), bf16_to_double(want));
+    results[i].quantized = compare_bf16(outputs[i], want);
     if (!w4a16 && (resolve_always || !(results[i].quantized.cosine >= results[i].cosine_bar))) {
       results[i].plain_cosine = results[i].quantized.cosine;
       if (!flagged) flagged = reference::quantized_reference_flips(p, weights.host, xq.elements, xq.scales, r);
       const reference::FlipResolution resolved = reference::resolve_flips(*flagged, p, weights.host, outputs[i]);
       results[i].flips_found = static_cast<int>(flagged->flips.size());
       results[i].flips_taken = resolved.taken;
-      results[i].quantized = reference::compare(bf16_to_double(outputs[i]), bf16_to_double(resolved.y));
+      results[i].quantized = compare_bf16(outputs[i], resolved.y);
     }
     std::vector<double> got_sample;
     for (int t : sample)

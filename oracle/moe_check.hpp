@@ -71,6 +71,10 @@ struct RandomWeights {
 RandomWeights random_weights(const reference::MoeProblem& p, std::uint64_t seed, const WeightScales& scales = {},
                              bool biases = false);
 
+// Two BF16 outputs compared (reference::compare of their values): nan_or_inf counts `got`'s NaN, Inf and
+// 0xFFFF poison.
+reference::Agreement compare_bf16(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want);
+
 struct MoeCheckResult {
   int tokens = 0;
   RoutingKind routing = RoutingKind::uniform;

@@ -34,13 +34,6 @@ namespace {
 using runtime::DeviceBuffer;
 constexpr int kSets = 4, kIters = 40, kWarmup = 8;
 
-template <class T>
-DeviceBuffer upload(const std::vector<T>& v) {
-  DeviceBuffer b(v.size() * sizeof(T));
-  b.upload(v);
-  return b;
-}
-
 // One input set on one rank: its B tokens (EP), the baseline's routes of all R B tokens, and what EP moves.
 struct RankSet {
   DeviceBuffer xq, xs, ids, w, base_ids, base_w;
@@ -143,15 +136,11 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
         for (std::size_t i = 0; i < local.size(); ++i) {
           const int r = local[i].rank;
           MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
-          auto slice = [&](const auto& v, std::size_t per) {
-            using V = typename std::decay_t<decltype(v)>::value_type;
-            return std::vector<V>(v.begin() + r * B * per, v.begin() + (r + 1) * B * per);
-          };
           RankSet s;
-          s.xq = upload(slice(in.xq.elements, H));
-          s.xs = upload(slice(in.xq.scales, H / 32));
-          s.ids = upload(slice(in.routing.ids, k));
-          s.w = upload(slice(in.routing.weights, k));
+          s.xq = upload_rows(in.xq.elements, std::size_t(r) * B, B, H);
+          s.xs = upload_rows(in.xq.scales, std::size_t(r) * B, B, H / 32);
+          s.ids = upload_rows(in.routing.ids, std::size_t(r) * B, B, k);
+          s.w = upload_rows(in.routing.weights, std::size_t(r) * B, B, k);
           const oracle::BaselineRoutes b = oracle::baseline_routes(in.routing, p.experts, R, r);
           s.base_ids = upload(b.ids);
           s.base_w = upload(b.weights);

@@ -11,7 +11,6 @@
 #include "bench/ep_nccl/ep_nccl_runs.hpp"
 #include "oracle/ep_inputs.hpp"
 #include "oracle/moe_reference.hpp"
-#include "oracle/mx_format.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver_api.hpp"
 #include "runtime/ep_ranks.hpp"
@@ -48,19 +47,6 @@ struct RankInputs {
     return v;
   }
 };
-
-std::size_t bad_elements(const std::vector<std::uint16_t>& y) {  // NaN, Inf or the poison
-  std::size_t bad = 0;
-  for (const std::uint16_t v : y) bad += (v & 0x7F80u) == 0x7F80u;
-  return bad;
-}
-
-double cosine(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
-  std::vector<double> x(a.size()), y(b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) x[i] = mx::bf16_value(a[i]);
-  for (std::size_t i = 0; i < b.size(); ++i) y[i] = mx::bf16_value(b[i]);
-  return reference::compare(x, y).cosine;
-}
 
 int report_lost(NcclRanks& ranks, const EpNcclOptions& o, const std::string& error, const std::string& where) {
   emit(o, fmt::format("{}: {}", where, error), nlohmann::json{{"lost_rank", error}, {"where", where}}.dump());
@@ -156,8 +142,9 @@ int run_check(NcclRanks& ranks, const EpNcclOptions& o) {
             MOEJIT_CU(cuGraphExecDestroy, graphs[i]);
           }
         for (std::size_t i = 0; i < ranks.local().size(); ++i) {
-          const double c = cosine(got[i], want[i]);
-          const std::size_t bad = bad_elements(got[i]);
+          const reference::Agreement agree = oracle::compare_bf16(got[i], want[i]);
+          const double c = agree.cosine;
+          const std::size_t bad = agree.nan_or_inf;  // NaN, Inf or the poison: unwritten
           const bool ok = c >= 0.99999 && bad == 0 && stable[i];
           (ok ? passed : failed) += 1;
           const int rank = ranks.local()[i].rank;

@@ -127,8 +127,8 @@ std::vector<RankExit> launch_ranks(const std::vector<std::string>& argv, int ran
     running[r] = true;
   }
   int left = ranks;
-  double first_failure = -1;
-  bool deadline_passed = false;
+  double first_failure = -1;  // seconds after the launch when a rank first ended badly
+  bool killed = false;
   while (left > 0) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
@@ -149,13 +149,11 @@ std::vector<RankExit> launch_ranks(const std::vector<std::string>& argv, int ran
       continue;
     }
     const double now = since(t0);
-    if (first_failure >= 0 && now - first_failure >= options.grace.count() / 1000.0) {
+    const bool grace_over = first_failure >= 0 && now - first_failure >= options.grace.count() / 1000.0;
+    const bool deadline_over = options.deadline.count() > 0 && now >= options.deadline.count() / 1000.0;
+    if (!killed && (grace_over || deadline_over)) {
       kill_running(true);
-      first_failure = 1e300;  // killed once
-    }
-    if (!deadline_passed && options.deadline.count() > 0 && now >= options.deadline.count() / 1000.0) {
-      kill_running(true);
-      deadline_passed = true;
+      killed = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -10,7 +10,6 @@
 #include "codegen/moe_config.hpp"
 #include "oracle/moe_check.hpp"
 #include "oracle/moe_reference.hpp"
-#include "oracle/mx_format.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver_api.hpp"
 #include "runtime/moe_layer.hpp"
@@ -85,12 +84,9 @@ inline std::size_t bad_elements(const std::vector<std::uint16_t>& y) {
 // y against the quantized CPU reference of the same inputs (handoff flips resolved to the kernel's side).
 inline double cosine_vs_reference(const oracle::RandomWeights& w, const reference::MoeProblem& p,
                                   const oracle::RandomInputs& in, const std::vector<std::uint16_t>& y) {
-  const std::vector<std::uint16_t> want =
-      reference::resolved_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing, y).y;
-  std::vector<double> a(y.size()), b(want.size());
-  for (std::size_t i = 0; i < y.size(); ++i) a[i] = mx::bf16_value(y[i]);
-  for (std::size_t i = 0; i < want.size(); ++i) b[i] = mx::bf16_value(want[i]);
-  return reference::compare(a, b).cosine;
+  return oracle::compare_bf16(y,
+                              reference::resolved_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing, y).y)
+      .cosine;
 }
 
 }  // namespace moejit::gpu_test

@@ -15,7 +15,6 @@
 #include "oracle/ep_inputs.hpp"
 #include "oracle/moe_check.hpp"
 #include "oracle/moe_reference.hpp"
-#include "oracle/mx_format.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver_api.hpp"
 #include "runtime/ep_ranks.hpp"
@@ -29,13 +28,6 @@ using gpu_test::download_sync;
 using runtime::DeviceBuffer;
 
 namespace {
-double cosine(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
-  std::vector<double> x(a.size()), y(b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) x[i] = mx::bf16_value(a[i]);
-  for (std::size_t i = 0; i < b.size(); ++i) y[i] = mx::bf16_value(b[i]);
-  return reference::compare(x, y).cosine;
-}
-
 // R ranks of `config` on R partitions: layers, workspaces (initialized as one group), streams.
 struct Ranks {
   runtime::SmPartitions parts;
@@ -106,12 +98,12 @@ void check_forward(Ranks& ranks, runtime::MoeLayer& single, CUcontext ctx, CUstr
     CHECK_MESSAGE(!error, *error);
   }
   CHECK(bad_elements(got) == 0);
-  const double c = cosine(got, want);
+  const double c = oracle::compare_bf16(got, want).cosine;
   CHECK_MESSAGE(c >= 0.99999, "cosine vs the R = 1 layer " << c);
   if (R * B <= 8) {
     const std::vector<std::uint16_t> ref =
         reference::resolved_reference(p, w.host, in.xq.elements, in.xq.scales, in.routing, got).y;
-    const double cr = cosine(got, ref);
+    const double cr = oracle::compare_bf16(got, ref).cosine;
     CHECK_MESSAGE(cr >= 0.99999, "cosine vs the quantized CPU reference " << cr);
   }
   if (replays == 0) return;
