@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# the uncommitted change) checked (moejit run, the unit-schedule GPU cases), traced, and benched against main ABBA
+# at B = 1, 2 (planned) and DSV4.1-Flash B = 2 on --schedule units.
+set -uo pipefail
+export PATH=$PWD/.device/bin:$PATH MOEJIT_CACHE_DIR=/tmp/moejit-cache
+C=$(paste -sd' ' .device/COMMIT); D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+S=$PWD/.device/spill; SC=$(paste -sd' ' $S/COMMIT)
+hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $1  device: $D"; shift; echo "# command: $*"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $OUT/s16c-device.txt
+python3 -c "import nvidia.nccl, importlib.metadata as m; print('nccl wheel', m.version('nvidia-nccl-cu13'))" >> $OUT/s16c-device.txt 2>&1
+{
+for a in "--model glm5.2 --batch 1" "--model dsv4.1-flash --batch 1" "--model glm5.2 --batch 2" \
+         "--model dsv4.1-flash --batch 2 --schedule units" "--model glm5.2 --batch 1 --shared-expert" \
+         "--model dsv4.1-flash --batch 1 --shared-expert" "--model gpt-oss-120b --batch 1"; do
+  hdr "$SC" spill/moejit run $a; timeout 60 $S/moejit run $a 2>&1 | tail -4; echo "rc ${PIPESTATUS[0]}"
+done
+} > $OUT/s16c-spill-run.log 2>&1
+echo "spill run at ${SECONDS}s: $(grep -c PASS $OUT/s16c-spill-run.log) PASS $(grep -c FAIL $OUT/s16c-spill-run.log) FAIL, rc: $(grep '^rc' $OUT/s16c-spill-run.log | sort | uniq -c | tr '\n' ' ')"
+grep -q FAIL $OUT/s16c-spill-run.log && exit 1
+( hdr "$SC" spill/moejit_gpu_tests -tc="the unit schedule*"; timeout 200 $S/moejit_gpu_tests -tc="the unit schedule*"; echo "rc $?" ) > $OUT/s16c-spill-gpu.log 2>&1
+echo "spill gpu at ${SECONDS}s: $(tail -1 $OUT/s16c-spill-gpu.log) $(grep 'test cases:' $OUT/s16c-spill-gpu.log)"
+mkdir -p $OUT/tr
+{ hdr "$SC" spill/moejit_bench_moe --model dsv4.1-flash --batches 1,2 --schedule units --trace-csv tr; timeout 60 $S/moejit_bench_moe --model dsv4.1-flash --batches 1,2 --schedule units --trace-csv $OUT/tr; } > $OUT/s16c-spill-trace.log 2>&1
+(cd $OUT && tar czf s16c-spill-trace-csv.tgz tr && rm -rf tr)
+echo "trace at ${SECONDS}s"
+for m in glm5.2 dsv4.1-flash; do
+  for b in main spill spill main; do
+    bin=moejit_bench_moe; cm=$C; [ $b = spill ] && bin=$S/moejit_bench_moe cm=$SC
+    { hdr "$cm" "$b:" moejit_bench_moe --model $m --batches 1,2; timeout 60 $bin --model $m --batches 1,2; } >> $OUT/s16c-abba.log 2>&1
+  done
+  [ $SECONDS -gt 330 ] && break
+done
+for b in main spill spill main; do
+  [ $SECONDS -gt 360 ] && break
+  bin=moejit_bench_moe; cm=$C; [ $b = spill ] && bin=$S/moejit_bench_moe cm=$SC
+  { hdr "$cm" "$b:" moejit_bench_moe --model dsv4.1-flash --batches 2 --schedule units; timeout 30 $bin --model dsv4.1-flash --batches 2 --schedule units; } >> $OUT/s16c-abba-units.log 2>&1
+done
+echo "abba at ${SECONDS}s"; grep -E "^# command|^(glm|dsv)" $OUT/s16c-abba.log $OUT/s16c-abba-units.log
+# the unit schedule's SMEM handoff (s14f, 490e122 + bench/results/2026-12-04/s14f-unit-smem-handoff.patch)
+V=$PWD/.device/s14f; VC=$(paste -sd' ' $V/COMMIT)
+{
+for a in "--model glm5.2 --batch 1" "--model dsv4.1-flash --batch 1" "--model glm5.2 --batch 2" "--model glm5.2 --batch 1 --shared-expert"; do
+  hdr "$VC" s14f/moejit run $a; timeout 60 $V/moejit run $a 2>&1 | tail -4; echo "rc ${PIPESTATUS[0]}"
+done
+} > $OUT/s16c-s14f-run.log 2>&1
+echo "s14f run at ${SECONDS}s: $(grep -c PASS $OUT/s16c-s14f-run.log) PASS $(grep -c FAIL $OUT/s16c-s14f-run.log) FAIL"
+grep -q FAIL $OUT/s16c-s14f-run.log && exit 1
+( hdr "$VC" s14f/moejit_gpu_tests -tc="the unit schedule at B = 1-4*"; timeout 150 $V/moejit_gpu_tests -tc="the unit schedule at B = 1-4*"; echo "rc $?" ) > $OUT/s16c-s14f-gpu.log 2>&1
+echo "s14f gpu at ${SECONDS}s: $(tail -1 $OUT/s16c-s14f-gpu.log) $(grep 'test cases:' $OUT/s16c-s14f-gpu.log)"
+for m in glm5.2 dsv4.1-flash; do
+  for b in main s14f s14f main; do
+    [ $SECONDS -gt 570 ] && break
+    bin=moejit_bench_moe; cm=$C; [ $b = s14f ] && bin=$V/moejit_bench_moe cm=$VC
+    { hdr "$cm" "$b:" moejit_bench_moe --model $m --batches 1; timeout 30 $bin --model $m --batches 1; } >> $OUT/s16c-s14f-abba.log 2>&1
+  done
+done
+echo "s14f abba at ${SECONDS}s"; grep -E "^# command|^(glm|dsv)" $OUT/s16c-s14f-abba.log
+if [ $SECONDS -lt 380 ]; then
+  ( hdr "$C" moejit_gpu_tests -tc="expert parallelism*"; timeout $((580 - SECONDS)) moejit_gpu_tests --duration=true -tc="expert parallelism*"; echo "rc $?" ) > $OUT/s16c-ep-tests.log 2>&1
+  echo "ep tests at ${SECONDS}s: $(tail -1 $OUT/s16c-ep-tests.log) $(grep 'test cases:' $OUT/s16c-ep-tests.log)"
+fi
