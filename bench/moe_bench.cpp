@@ -65,6 +65,10 @@ options:
   --pdl | --no-pdl         programmatic dependent launch between the roles (default: as planned)
   --trace                  per B, where the compute role's time goes: each CTA milestone, min / median / max
   --trace-csv DIR          --trace, and every CTA's milestones in DIR/trace-<model>-B<b>-<layout>.csv
+  --leave-out dispatch,finalize   per B, the same replays with that role left out of the graph (each a row
+                           "without ROLE": its median and how much less than the whole layer): a role's share
+                           of the layer's time, overlap included. A diagnostic: the compute role reads the
+                           tables the last dispatch left, so y is not checked
   --help                   this text
 
 Exit status: 0 done; 1 an error (named on stderr); 2 a usage error; 77 no GPU (skipped).
@@ -181,8 +185,9 @@ int run(int argc, char** argv) {
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   bool shared_expert = false;
   bool trace = false;
-  std::filesystem::path trace_dir;  // --trace-csv DIR: empty, no CSV
-  std::optional<bool> pdl;          // MoeLayerOptions::pdl: as planned unless --pdl / --no-pdl
+  std::filesystem::path trace_dir;     // --trace-csv DIR: empty, no CSV
+  std::optional<bool> pdl;             // MoeLayerOptions::pdl: as planned unless --pdl / --no-pdl
+  std::vector<std::string> leave_out;  // --leave-out dispatch,finalize
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -233,6 +238,11 @@ int run(int argc, char** argv) {
       trace_dir = argv[++i];
       if (!std::filesystem::is_directory(trace_dir))
         throw std::invalid_argument(fmt::format("--trace-csv: '{}' is not a directory", trace_dir.string()));
+    } else if (a == "--leave-out" && i + 1 < argc) {
+      leave_out = bench::split_list(argv[++i]);
+      for (const std::string& role : leave_out)
+        if (role != "dispatch" && role != "finalize")
+          throw std::invalid_argument(fmt::format("--leave-out: '{}' is not one of dispatch, finalize", role));
     } else if (a == "--pdl")  // MoeLayerOptions::pdl: programmatic dependent launch between the roles
       pdl = true;
     else if (a == "--no-pdl")
@@ -315,24 +325,35 @@ int run(int argc, char** argv) {
         for (int i = 0; i < 3; ++i)
           for (bench::InputSet& s : sets) layer.forward(args(s), stream);
         MOEJIT_CU(cuStreamSynchronize, stream);
-        CUgraph graph;
-        CUgraphExec exec;
-        MOEJIT_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-        for (bench::InputSet& s : sets) layer.forward(args(s), stream);
-        MOEJIT_CU(cuStreamEndCapture, stream, &graph);
-        MOEJIT_CU(cuGraphInstantiateWithFlags, &exec, graph, 0);
-        CUevent e0, e1;
-        MOEJIT_CU(cuEventCreate, &e0, CU_EVENT_DEFAULT);
-        MOEJIT_CU(cuEventCreate, &e1, CU_EVENT_DEFAULT);
-        for (int i = 0; i < 3; ++i) MOEJIT_CU(cuGraphLaunch, exec, stream);
-        std::vector<double> us;
-        for (int i = 0; i < kReplays; ++i) {
-          MOEJIT_CU(cuEventRecord, e0, stream);
-          MOEJIT_CU(cuGraphLaunch, exec, stream);
-          MOEJIT_CU(cuEventRecord, e1, stream);
-          MOEJIT_CU(cuEventSynchronize, e1);
-          us.push_back(elapsed_ms(e0, e1) * 1e3 / kSets);
-        }
+        // The median over replays of a graph that `capture` records, per forward.
+        auto replays_us = [&](auto&& capture) {
+          CUgraph graph;
+          CUgraphExec exec;
+          MOEJIT_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+          capture();
+          MOEJIT_CU(cuStreamEndCapture, stream, &graph);
+          MOEJIT_CU(cuGraphInstantiateWithFlags, &exec, graph, 0);
+          CUevent e0, e1;
+          MOEJIT_CU(cuEventCreate, &e0, CU_EVENT_DEFAULT);
+          MOEJIT_CU(cuEventCreate, &e1, CU_EVENT_DEFAULT);
+          for (int i = 0; i < 3; ++i) MOEJIT_CU(cuGraphLaunch, exec, stream);
+          std::vector<double> us;
+          for (int i = 0; i < kReplays; ++i) {
+            MOEJIT_CU(cuEventRecord, e0, stream);
+            MOEJIT_CU(cuGraphLaunch, exec, stream);
+            MOEJIT_CU(cuEventRecord, e1, stream);
+            MOEJIT_CU(cuEventSynchronize, e1);
+            us.push_back(elapsed_ms(e0, e1) * 1e3 / kSets);
+          }
+          MOEJIT_CU(cuEventDestroy, e0);
+          MOEJIT_CU(cuEventDestroy, e1);
+          MOEJIT_CU(cuGraphExecDestroy, exec);
+          MOEJIT_CU(cuGraphDestroy, graph);
+          return median(us);
+        };
+        const double med = replays_us([&] {
+          for (bench::InputSet& s : sets) layer.forward(args(s), stream);
+        });
         const double mhz = bench::sm_clock_mhz(stream);  // right after the replays: the clock they ran at
         // Per-role split, eager.
         runtime::RoleEvents ev;
@@ -348,7 +369,6 @@ int run(int argc, char** argv) {
             f.push_back(elapsed_ms(ev.computed, ev.finalized) * 1e3);
           }
         const double floor_us = touched * expert_bytes / (bw * 1e9) * 1e6;
-        const double med = median(us);
         const codegen::MoeLaunchPlan plan = layer.plan(b);
         fmt::print(
             "{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f} {:>7.0f}  {}/{} x{} g{} "
@@ -357,6 +377,25 @@ int run(int argc, char** argv) {
             m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f), mhz,
             plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups, plan.activation_warps,
             codegen::schedule_name(plan.schedule), plan.pdl ? "pdl" : "-");
+        if (!leave_out.empty()) {
+          // The same forwards launched role by role (programmatic edges as planned) into one capture, whole and
+          // less each role: the differences are the roles' shares, overlap included.
+          auto launched_us = [&](const std::string& left_out) {
+            return replays_us([&] {
+              for (bench::InputSet& s : sets) {
+                std::vector<runtime::RoleLaunch> roles = layer.launches(args(s), stream);
+                std::erase_if(roles, [&](const runtime::RoleLaunch& r) { return r.role == left_out; });
+                runtime::launch_roles(roles, stream, plan.pdl);
+              }
+            });
+          };
+          const double whole = launched_us("");
+          fmt::print("  role by role, whole  {:>30.1f} us\n", whole);
+          for (const std::string& role : leave_out) {
+            const double without = launched_us(role);
+            fmt::print("  without {:<9} {:>33.1f} us, {:.1f} us less\n", role, without, whole - without);
+          }
+        }
         if (trace) {
           // The last of a rotation over the sets (so the weights come from HBM), through its own graph.
           const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;
@@ -376,8 +415,6 @@ int run(int argc, char** argv) {
           if (!trace_dir.empty()) write_trace_csv(values, trace_dir / trace_csv_name(m.name, b, plan));
         }
         std::fflush(stdout);
-        MOEJIT_CU(cuGraphExecDestroy, exec);
-        MOEJIT_CU(cuGraphDestroy, graph);
       }
     }
   }
