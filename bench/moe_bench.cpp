@@ -62,8 +62,8 @@ options:
   --trace-csv DIR          --trace, and every CTA's milestones in DIR/trace-<model>-B<b>-<layout>.csv
   --leave-out dispatch,finalize   per B, the same replays with that role left out of the graph (each a row
                            "without ROLE": its median and how much less than the whole layer): a role's share
-                           of the layer's time, overlap included. A diagnostic: the compute role reads the
-                           tables the last dispatch left, so y is not checked
+                           of the layer's time, overlap included. A diagnostic: without dispatch the compute
+                           role reads the GEMM1 rows the last dispatch left, so y is not checked
   --help                   this text
 
 Exit status: 0 done; 1 an error (named on stderr); 2 a usage error; 77 no GPU (skipped).
