@@ -33,7 +33,7 @@ namespace moejit {
 // 2^-127 (weights holding code-0 blocks with nonzero values) or as 0.0, one
 // integer operation a scale fewer (ue8m0_byte_value).
 template <bool kSubnormalScales>
-struct AtomSm90Fp8 {
+struct AtomSm90Fp8 : Sm90Fp8StepMath {
   static constexpr int kPath = contract::kPathSm90Fp8;
   // The E4M3 placement reads as E2M1 * 2^-6: the accumulator is 2^-6 of the sum.
   static constexpr float kAccScale = 64.0f;
@@ -283,129 +283,6 @@ struct AtomSm90Fp8 {
       step_end(ko, acc);
     }
     if constexpr (kPaired) unpair(acc[0]), unpair(acc[1]);
-  }
-
- private:
-  // acc += the group's partial sums (GEMM1 split rows: a lane's 2N-column sum holds its large columns' N/2
-  // values, then the small columns', added in FP32 first; the wgmma D fragment: value i is column
-  // 8 (i / 4) + 2t + i % 2) times their K32 blocks' scales.
-  template <int N, int T, bool kSplit, int kJ, bool kPaired, int kP, class Scales>
-  __device__ static void scale_group(float (&acc)[T][N / 2], float (&part)[T][kJ][kP], const Scales& now, int h) {
-#pragma unroll
-    for (int u = 0; u < T; ++u)
-#pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        if constexpr (kPaired) {
-          // Columns 2t and 2t + 1 are token t's large and small rows; rows g, g + 8 of the tile.
-          const float lo = part[u][j][0] + part[u][j][1], hi = part[u][j][2] + part[u][j][3];
-          switch (h * kJ + j) {
-            case 0: promote_paired<0>(acc[u], lo, hi, now, u); break;
-            case 1: promote_paired<1>(acc[u], lo, hi, now, u); break;
-            case 2: promote_paired<2>(acc[u], lo, hi, now, u); break;
-            default: promote_paired<3>(acc[u], lo, hi, now, u); break;
-          }
-        } else {
-          float sum[N / 2];
-#pragma unroll
-          for (int i = 0; i < N / 2; ++i) {
-            if constexpr (kSplit)
-              sum[i] = part[u][j][i] + part[u][j][N / 2 + i];
-            else
-              sum[i] = part[u][j][i];
-          }
-          switch (h * kJ + j) {
-            case 0: promote<N, 0>(acc[u], sum, now, u); break;
-            case 1: promote<N, 1>(acc[u], sum, now, u); break;
-            case 2: promote<N, 2>(acc[u], sum, now, u); break;
-            default: promote<N, 3>(acc[u], sum, now, u); break;
-          }
-        }
-      }
-  }
-
-  template <int T, int kJ, int kP>
-  __device__ static void zero(float (&part)[T][kJ][kP]) {
-#pragma unroll
-    for (int u = 0; u < T; ++u)
-#pragma unroll
-      for (int j = 0; j < kJ; ++j)
-#pragma unroll
-        for (int i = 0; i < kP; ++i) part[u][j][i] = 0.0f;
-  }
-
-  // The E4M3 placement of K32 blocks h kJ .. h kJ + kJ - 1 of a step's weight words.
-  template <int T, int kJ>
-  __device__ static void expand_group(const u32 (&words)[T][8], u32 (&a)[T][kJ][4], int h) {
-#pragma unroll
-    for (int u = 0; u < T; ++u)
-#pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        const u32 lo = words[u][2 * (h * kJ + j)], hi = words[u][2 * (h * kJ + j) + 1];  // rows g, g+8
-        a[u][j][0] = lo & 0x9C9C9C9Cu;
-        a[u][j][1] = hi & 0x9C9C9C9Cu;
-        a[u][j][2] = ((lo << 2) & 0x8C8C8C8Cu) | ((lo >> 2) & 0x10101010u);
-        a[u][j][3] = ((hi << 2) & 0x8C8C8C8Cu) | ((hi >> 2) & 0x10101010u);
-      }
-  }
-  // The E4M3 placement of a step's weight words (rows g and g+8 of K32 blocks 0..3).
-  template <int T>
-  __device__ static void expand(const u32 (&words)[T][8], u32 (&a)[T][4][4]) {
-#pragma unroll
-    for (int u = 0; u < T; ++u)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const u32 lo = words[u][2 * j], hi = words[u][2 * j + 1];  // rows g, g+8
-        a[u][j][0] = lo & 0x9C9C9C9Cu;
-        a[u][j][1] = hi & 0x9C9C9C9Cu;
-        a[u][j][2] = ((lo << 2) & 0x8C8C8C8Cu) | ((lo >> 2) & 0x10101010u);
-        a[u][j][3] = ((hi << 2) & 0x8C8C8C8Cu) | ((hi >> 2) & 0x10101010u);
-      }
-  }
-
-  __device__ static void store_pow2s(float* dst, u32 word) {
-    *reinterpret_cast<float4*>(dst) = make_float4(ue8m0_byte_value<0>(word), ue8m0_byte_value<1>(word),
-                                                  ue8m0_byte_value<2>(word), ue8m0_byte_value<3>(word));
-  }
-
-  // promote for paired rows: token t's sums of rows g and g + 8 into acc[0] and acc[2] (its record sits at
-  // column 2t), the same products as promote's for column 2t of the 16-column split.
-  template <int J, class Scales>
-  __device__ static void promote_paired(float (&acc)[4], float lo, float hi, const Scales& now, int u) {
-    const float x = now.template xv<J>(0);
-    acc[0] = fmaf(lo, x * now.template wv<J>(u, 0), acc[0]);
-    acc[2] = fmaf(hi, x * now.template wv<J>(u, 1), acc[2]);
-  }
-  // Paired rows' sums (token t in lane 4g + t, t < 4) into the 8-column layout (value i: column 2t + i % 2, row
-  // g or g + 8), zero in columns 4..7.
-  template <int T>
-  __device__ static void unpair(float (&acc)[T][4]) {
-    const int lane = threadIdx.x % 32, t = lane % 4, quad = lane & ~3;
-#pragma unroll
-    for (int u = 0; u < T; ++u) {
-      const float g0 = acc[u][0], g8 = acc[u][2];
-      const float a = __shfl_sync(0xFFFFFFFFu, g0, quad + (2 * t) % 4),
-                  b = __shfl_sync(0xFFFFFFFFu, g0, quad + (2 * t + 1) % 4);
-      const float c = __shfl_sync(0xFFFFFFFFu, g8, quad + (2 * t) % 4),
-                  d = __shfl_sync(0xFFFFFFFFu, g8, quad + (2 * t + 1) % 4);
-      acc[u][0] = t < 2 ? a : 0.0f, acc[u][1] = t < 2 ? b : 0.0f, acc[u][2] = t < 2 ? c : 0.0f,
-      acc[u][3] = t < 2 ? d : 0.0f;
-    }
-  }
-
-  // acc += part * 2^(s_x - 127) * 2^(s_w - 127) for K32 block J of the step.
-  template <int N, int J, class Scales>
-  __device__ static void promote(float (&acc)[N / 2], const float (&part)[N / 2], const Scales& now, int u) {
-    const float w_lo = now.template wv<J>(u, 0), w_hi = now.template wv<J>(u, 1);
-#pragma unroll
-    for (int i = 0; i < N / 8; ++i) {
-      const float x0 = now.template xv<J>(2 * i), x1 = now.template xv<J>(2 * i + 1);
-      // The scale product first: 2^(s_w + s_x - 254) is exact whenever it is an FP32 value, while
-      // part * 2^(s_x - 127) alone may overflow for a large s_x that a small s_w compensates.
-      acc[4 * i + 0] = fmaf(part[4 * i + 0], x0 * w_lo, acc[4 * i + 0]);
-      acc[4 * i + 1] = fmaf(part[4 * i + 1], x1 * w_lo, acc[4 * i + 1]);
-      acc[4 * i + 2] = fmaf(part[4 * i + 2], x0 * w_hi, acc[4 * i + 2]);
-      acc[4 * i + 3] = fmaf(part[4 * i + 3], x1 * w_hi, acc[4 * i + 3]);
-    }
   }
 };
 

@@ -180,4 +180,39 @@ struct EpRoutes {
   }
 };
 
+// Thread 0 of a compute CTA: whether every rank's dispatch of forward `tag` has arrived, waited for as the
+// plan's EpMode bits say (kEpPull: this rank's dispatch already waited and pulled, a local wait; kEpDirectScan:
+// CTA 0 polls the peers and opens this workspace's gate for the others; else each CTA polls them). False once a
+// bounded wait gave up, which it reported (ep_wait); a rank that never dispatches is reported too.
+template <int kRanks, class Routes>
+__device__ bool ep_dispatches_arrived(contract::MoeHeader* own, const Routes& e, int tag) {
+  constexpr int kEp = Routes::kEp;
+  bool arrived = own->ranks == kRanks;  // else no peer table of this many ranks to read
+  if (!arrived) ep_fail(own, contract::kEpWaitSetup, own->rank, own->ranks, false);
+  const u64 start = globaltimer();
+  auto wait_dispatched = [&] {  // every rank's dispatch of this forward, over the link
+    for (int s = 0; s < kRanks && arrived; ++s)
+      arrived = ep_wait(own, start, contract::kEpWaitDispatch, s,
+                        [&](int& seen) { return ep_counter(&e.peer_header(s)->dispatched, tag, seen); });
+  };
+  if constexpr (kEp & contract::kEpPull) {
+    if (arrived)
+      arrived = ep_wait(
+          own, start, contract::kEpWaitPull, own->rank, [&](int& seen) { return ep_counter(&own->pulled, tag, seen); },
+          2);
+  } else if constexpr (kEp & contract::kEpDirectScan) {
+    if (blockIdx.x == 0) {
+      wait_dispatched();
+      st_release_gpu(&own->gate, tag);  // even after giving up: the others then see the error
+    } else if (arrived) {
+      arrived = ep_wait(
+          own, start, contract::kEpWaitGate, own->rank, [&](int& seen) { return ep_counter(&own->gate, tag, seen); },
+          2);
+    }
+  } else {
+    wait_dispatched();
+  }
+  return arrived;
+}
+
 }  // namespace moejit

@@ -52,7 +52,7 @@ TEST_CASE("the unedited compute entry compiles with its contract checks") {
 TEST_CASE("a kernel whose SMEM layout changed without the host fails to compile, naming the check") {
   codegen::EmittedSource src = codegen::emit_source(compute_spec());
   // The device side of the contract grows the amax exchange; the host planned the old size.
-  edit_header(src, "moe_contract.cuh", "l.amax = at, at += 4 * tiles * kConsumerWarps * tile_n;",
+  edit_header(src, "moe_contract_compute.cuh", "l.amax = at, at += 4 * tiles * kConsumerWarps * tile_n;",
               "l.amax = at, at += 8 * tiles * kConsumerWarps * tile_n;");
   const std::string err = compile_error(src);
   CHECK(err.find("host/device contract: moejit::contract::compute_smem_layout(") != std::string::npos);
@@ -60,12 +60,12 @@ TEST_CASE("a kernel whose SMEM layout changed without the host fails to compile,
 
 TEST_CASE("a kernel whose thread count or workspace changed without the host fails to compile") {
   codegen::EmittedSource threads = codegen::emit_source(compute_spec());
-  edit_header(threads, "moe_contract.cuh",
+  edit_header(threads, "moe_contract_paths.cuh",
               "return consumer_threads(groups) + 32 * (1 + act_warps) + (decoded ? 32 : 0);",
               "return consumer_threads(groups) + 32 * (2 + act_warps) + (decoded ? 32 : 0);");
   CHECK(compile_error(threads).find("host/device contract: moejit::contract::compute_threads(") != std::string::npos);
   codegen::EmittedSource ws = codegen::emit_source(compute_spec());
-  edit_header(ws, "moe_contract.cuh", "l.arena = at, at += align_up(2 * routes * d.hidden, 256);",
+  edit_header(ws, "moe_contract_workspace.cuh", "l.arena = at, at += align_up(2 * routes * d.hidden, 256);",
               "l.arena = at, at += align_up(4 * routes * d.hidden, 256);");
   CHECK(compile_error(ws).find("host/device contract: moejit::contract::workspace_layout(") != std::string::npos);
 }
