@@ -1,7 +1,7 @@
 // The compute role's schedule and GEMM1's token-tile pairing, decided per B for plan_launch
 // (moe_launch_plan.cpp), which calls them in this order: plan_paired_rows sets tile_n, plan_schedule the
 // schedule and its warpgroups.
-#include "codegen/plan_schedule.hpp"
+#include "codegen/plan_steps.hpp"
 
 #include <fmt/format.h>
 

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "codegen/moe_kernels.hpp"
-#include "codegen/plan_schedule.hpp"
+#include "codegen/plan_steps.hpp"
 #include "codegen/planner.hpp"
 #include "jit/kernel_builder.hpp"
 #include "runtime/moe_layer.hpp"

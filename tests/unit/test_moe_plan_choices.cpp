@@ -11,7 +11,7 @@
 #include <string>
 
 #include "codegen/moe_kernels.hpp"
-#include "codegen/plan_schedule.hpp"
+#include "codegen/plan_steps.hpp"
 #include "codegen/planner.hpp"
 #include "jit/kernel_builder.hpp"
 #include "templates/moe_contract.cuh"
