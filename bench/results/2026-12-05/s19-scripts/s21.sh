@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# s21 (one H200, ~3-4 min): issue 11's acceptance 2 in one lease: the exact path (and the fast, the default)
+# against 75c91f4's bench (.device/old, built from 75c91f4 unchanged; its only path was the exact one), every B
+# of both shapes, in the order old, exact, fast, exact, old, fast; the two fast runs are acceptance 1's two
+# tables. Main = .device/bin (8bf3127's binaries; the kernels of main since 1714a81, SASS-identical).
+set -uo pipefail
+export PATH=$PWD/.device/bin:$PATH MOEJIT_CACHE_DIR=/tmp/moejit-cache
+D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+C=$(cat .device/COMMIT); O=$PWD/.device/old/moejit_bench_moe
+hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $1  device: $D"; shift; echo "# command: $*"; }
+i=0
+for r in old exact fast exact old fast; do
+  i=$((i + 1)); [ $SECONDS -gt 520 ] && break
+  case $r in
+    old) { hdr 75c91f4 old/moejit_bench_moe; timeout 150 $O; echo "rc $?"; } > $OUT/s21-$i-old.log 2>&1 ;;
+    *) { hdr "$C" moejit_bench_moe --path $r; timeout 150 moejit_bench_moe --path $r; echo "rc $?"; } > $OUT/s21-$i-$r.log 2>&1 ;;
+  esac
+  echo "$i $r at ${SECONDS}s: $(tail -1 $OUT/s21-$i-*.log)"
+done
+cd $OUT && tar czf s21-logs.tgz s21-*.log && rm s21-*.log
