@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "codegen/device_profile.hpp"
 #include "codegen/moe_config.hpp"
 #include "codegen/moe_kernels.hpp"
@@ -47,7 +49,9 @@ class ScratchDir {
   ScratchDir() {
     const char* base = std::getenv("TMPDIR");
     std::string pattern = std::string(base && *base ? base : "/tmp") + "/moejit-bench-XXXXXX";
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    if (!::mkdtemp(pattern.data()))
+      throw std::runtime_error(
+          fmt::format("cannot make a scratch folder {} ($TMPDIR): {}", pattern, std::strerror(errno)));
     path_ = pattern;
   }
   ~ScratchDir() {
@@ -97,19 +101,37 @@ Cold cold_compile(const codegen::KernelSpec& spec, int runs) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   int cold_runs = 11, disk_runs = 201;
   long long memory_lookups = 1000000;
   std::string commit = "unknown";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--cold"))
-      cold_runs = std::max(1, std::atoi(argv[i + 1]));
-    else if (!std::strcmp(argv[i], "--disk"))
-      disk_runs = std::max(1, std::atoi(argv[i + 1]));
-    else if (!std::strcmp(argv[i], "--memory"))
-      memory_lookups = std::max(1LL, std::atoll(argv[i + 1]));
-    else if (!std::strcmp(argv[i], "--commit"))
-      commit = argv[i + 1];
+  auto count = [](const std::string& flag, const char* text, int hi) {
+    const int v = bench::parse_int(flag, text);
+    if (v < 1 || v > hi)
+      throw std::invalid_argument(fmt::format("{}: {} is outside the allowed range [1, {}]", flag, v, hi));
+    return v;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      fmt::print(
+          "usage: moejit_bench_cache [--cold N] [--disk N] [--memory N] [--commit SHA]\n"
+          "What the kernel cache costs on the CPU (no GPU): cold compiles (N of them, default 11), disk hits\n"
+          "(default 201) and memory hits (default 1000000), then every kernel of the built-in models over\n"
+          "B = 1..256, in a scratch folder under $TMPDIR; prints a Markdown report.\n");
+      return 0;
+    } else if (a == "--cold" && i + 1 < argc) {
+      cold_runs = count(a, argv[++i], 1000);
+    } else if (a == "--disk" && i + 1 < argc) {
+      disk_runs = count(a, argv[++i], 100000);
+    } else if (a == "--memory" && i + 1 < argc) {
+      memory_lookups = count(a, argv[++i], 1000000000);
+    } else if (a == "--commit" && i + 1 < argc) {
+      commit = argv[++i];
+    } else {
+      fmt::print(stderr, "moejit_bench_cache: unknown option or missing value: '{}' (moejit_bench_cache --help)\n", a);
+      return 2;
+    }
   }
   std::string command;
   for (int i = 0; i < argc; ++i) command += fmt::format("{}{}", i ? " " : "", argv[i]);
@@ -213,4 +235,8 @@ int main(int argc, char** argv) {
   fmt::print("| memory hit (one hash-map lookup keyed by the spec) | 5 x {} | {:.0f} ns | {:.0f} ns | {:.0f} ns |\n",
              memory_lookups, m.p50, m.max, m.min);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return bench::guarded_main("moejit_bench_cache", argc, argv, run);
 }

@@ -84,6 +84,18 @@ int run(int argc, char** argv) {
       return help ? 0 : 2;
     }
   }
+  // Every model, rank count and batch size is checked before the device is touched (else, without a GPU, a
+  // bad one reads as a skip).
+  for (const std::string& name : models)
+    for (const int R : ranks_list) {
+      codegen::MoeConfig c = codegen::builtin_model(name);
+      if (R < 2)
+        throw std::invalid_argument(
+            fmt::format("--ranks: {} is outside the allowed range [2, {}]", R, contract::kMaxRanks));
+      c.ranks = R;
+      codegen::validate(c);
+      for (int b : batches) codegen::validate_batch(c, b);
+    }
 
   runtime::ScopedContext ctx(0);
   const runtime::DeviceInfo dev = runtime::query_device(0);

@@ -13,6 +13,7 @@
 // --trace-csv DIR also writes every CTA's milestones, a CSV per B.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <random>
@@ -135,9 +136,12 @@ int run(int argc, char** argv) {
     } else if (a == "--config" && i + 1 < argc) {  // a JSON config (moejit plan --help) instead of the built-ins
       const codegen::MoeConfig c = codegen::load_moe_config(argv[++i]);
       models = {{c.name, c}};
-    } else if (a == "--path" && i + 1 < argc && codegen::parse_path(argv[i + 1]))
-      codegen_options.path = *codegen::parse_path(argv[++i]);
-    else if (a == "--tile-n" && i + 1 < argc)
+    } else if (a == "--path" && i + 1 < argc) {
+      const std::string name = argv[++i];
+      const auto path = codegen::parse_path(name);
+      if (!path) throw std::invalid_argument(fmt::format("--path: '{}' is not one of fast, exact", name));
+      codegen_options.path = *path;
+    } else if (a == "--tile-n" && i + 1 < argc)
       codegen_options.tile_n = bench::parse_int(a, argv[++i]);
     else if (a == "--stages" && i + 1 < argc)
       codegen_options.stages = bench::parse_int(a, argv[++i]);
@@ -163,8 +167,13 @@ int run(int argc, char** argv) {
       pdl = true;
     else if (a == "--no-pdl")
       pdl = false;
-    else if (a == "--recipe" && i + 1 < argc && codegen::parse_recipe(argv[i + 1])) {
-      recipe = *codegen::parse_recipe(argv[++i]);
+    else if (a == "--recipe" && i + 1 < argc) {
+      const std::string name = argv[++i];
+      const auto parsed = codegen::parse_recipe(name);
+      if (!parsed)
+        throw std::invalid_argument(
+            fmt::format("--recipe: '{}' is not {}", name, codegen::names_of(codegen::k_recipes, codegen::recipe_name)));
+      recipe = *parsed;
       if (recipe == codegen::Recipe::w4a16) codegen_options.input_bf16 = true;  // its activations are BF16
     } else {
       fmt::print(stderr, "moejit_bench_moe: unknown option or missing value: '{}' (moejit_bench_moe --help)\n", a);
@@ -172,7 +181,18 @@ int run(int argc, char** argv) {
     }
   }
 
-  codegen::validate(codegen_options);  // a bad override is named before the device is touched
+  // Every override, layout value and batch size is checked before the device is touched, so a bad one is named
+  // (not reported as a skip where there is no GPU, nor found after minutes of other layers).
+  codegen::validate(codegen_options);
+  for (int ctas : ctas_list)
+    for (int groups : groups_list)
+      for (int act : act_list) {
+        codegen::MoeCodegenOptions o = codegen_options;
+        o.ctas_per_sm = ctas, o.consumer_groups = groups, o.activation_warps = act;
+        codegen::validate(o);
+      }
+  for (const Model& m : models)
+    for (int b : batches) codegen::validate_batch(m.config, b);
   runtime::ScopedContext ctx(0);
   const runtime::DeviceInfo dev = runtime::query_device(0);
   CUstream stream;
@@ -228,7 +248,7 @@ int run(int argc, char** argv) {
       options.pdl = pdl;
       runtime::MoeLayer layer(config, weights.device(), options);
       const double expert_bytes = bench::expert_bytes(p, config.biases);
-      runtime::DeviceBuffer y(std::size_t(256) * p.hidden * 2);
+      runtime::DeviceBuffer y(std::size_t(*std::max_element(batches.begin(), batches.end())) * p.hidden * 2);
       for (int b : batches) {
         std::vector<bench::InputSet> sets = bench::make_input_sets(p, b, kSets, rng);
         double touched = 0;

@@ -46,15 +46,18 @@ int run(int argc, char** argv) {
     } else if (a == "--host-batch" && i + 1 < argc) {
       host_batch = bench::parse_int(a, argv[++i]);
     } else {
-      fmt::print(stderr,
+      const bool help = a == "--help" || a == "-h";  // asked for: stdout and 0; anything else is a usage error
+      fmt::print(help ? stdout : stderr,
                  "usage: moejit_bench_runtime [--model glm5.2|dsv4.1-flash] [--batches 1,8,64,256] [--host-batch 8]\n"
                  "Host time per warm forward (eager, captured) and GPU time per forward with PDL off/on.\n");
-      return a == "--help" ? 0 : 2;
+      return help ? 0 : 2;
     }
   }
+  const codegen::MoeConfig config = codegen::builtin_model(model);  // named before the device is touched
+  for (int b : batches) codegen::validate_batch(config, b);
+  codegen::validate_batch(config, host_batch);
   runtime::ScopedContext ctx(0);
   const runtime::DeviceInfo dev = runtime::query_device(0);
-  const codegen::MoeConfig config = codegen::builtin_model(model);
   const reference::MoeProblem p = oracle::problem_of(config);
   std::mt19937_64 rng(std::random_device{}());
   const oracle::RandomWeights weights = oracle::random_weights(p, rng());

@@ -17,6 +17,7 @@ Args::Args(const std::vector<OptionSpec>& options, int argc, char** argv, int fi
   };
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "-h" && find("help")) arg = "--help";  // the short form users try first
     if (arg.rfind("--", 0) != 0 || arg == "--") {
       positional_.push_back(arg);
       continue;
@@ -66,11 +67,18 @@ long long Args::get_int(const std::string& name, long long fallback, long long l
   if (!text) return fallback;
   long long v = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+  if (ec == std::errc::result_out_of_range && end == text->data() + text->size())
+    throw UsageError(fmt::format("--{}: {} is outside the allowed range [{}, {}]", name, excerpt(*text), lo, hi));
   if (ec != std::errc() || end != text->data() + text->size())
     throw UsageError(fmt::format("--{}: '{}' is not an integer", name, excerpt(*text)));
   if (v < lo || v > hi)
     throw UsageError(fmt::format("--{}: {} is outside the allowed range [{}, {}]", name, v, lo, hi));
   return v;
+}
+
+void Args::no_positional() const {
+  if (!positional_.empty())
+    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", excerpt(positional_.front())));
 }
 
 std::string excerpt(std::string_view value) {

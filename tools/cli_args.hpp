@@ -38,6 +38,8 @@ class Args {
   // Integer option within [lo, hi]; the error names the option, value and range.
   long long get_int(const std::string& name, long long fallback, long long lo, long long hi) const;
   const std::vector<std::string>& positional() const { return positional_; }
+  // Throws UsageError naming the first argument that is no option's (a command that takes none).
+  void no_positional() const;
 
  private:
   std::map<std::string, std::string> values_;

@@ -25,6 +25,7 @@ int cmd_doctor(int argc, char** argv) {
         format_options(options));
     return 0;
   }
+  args.no_positional();
   const auto& tc = codegen::toolchain_version();
   fmt::print("moejit      {}\n", MOEJIT_VERSION);
   fmt::print("NVRTC       {}.{} ({}, {})\n", tc.nvrtc_major, tc.nvrtc_minor, tc.nvrtc_release, tc.nvrtc_build);

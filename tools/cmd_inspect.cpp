@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "codegen/builtin_kernels.hpp"
 #include "codegen/moe_kernels.hpp"
@@ -131,7 +132,12 @@ std::string read_ptx_file(const std::string& path) {
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) {  // a folder (EISDIR) or an I/O error, not an empty file
+      const int err = errno;
+      ::close(fd);
+      throw UsageError(fmt::format("--ptx: cannot read '{}': {}", excerpt(path), std::strerror(err)));
+    }
+    if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
     if (text.size() > k_max_ptx_bytes) {
       ::close(fd);
@@ -202,7 +208,7 @@ int passes_and_show(jit::BuildArtifacts built, const InspectView& view, const pt
   auto show = [&] {
     print_inspect(built, view, stage);
     if (auto dir = args.get("dump-dir")) {
-      const int files = write_inspect_dump(built, view, *dir);
+      const int files = write_inspect_dump(built, view, *dir, args.get("ptx"));
       fmt::print("\ndumped {} files to {}\n", files, *dir);
     }
     std::fflush(stdout);
@@ -245,6 +251,14 @@ int cmd_inspect(int argc, char** argv) {
         "with its name, the expected and found counts and file:line:col.\n\noptions:\n{}",
         format_options(inspect_options()));
     return 0;
+  }
+  args.no_positional();
+  if (auto dir = args.get("dump-dir")) {  // a folder that cannot be made is named before the compile, not after
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
+    if (ec || !std::filesystem::is_directory(*dir))
+      throw UsageError(fmt::format("--dump-dir: cannot use '{}' as a folder: {}", excerpt(*dir),
+                                   ec ? ec.message() : "it is not a directory"));
   }
   if (int(args.has("kernel")) + int(args.has("ptx")) + int(args.has("model")) != 1)
     throw UsageError("give exactly one of --kernel NAME, --model M (with --batch, --role) or --ptx FILE");

@@ -100,13 +100,13 @@ int cmd_plan(int argc, char** argv) {
         format_options(options));
     return 0;
   }
-  if (!args.positional().empty())
-    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", excerpt(args.positional().front())));
+  args.no_positional();
   const codegen::DeviceProfile device = read_device(args);
   codegen::MoeConfig config = read_config(args);
   // The paper's partition (eq. 5) needs two SMs or more; the launch plan's split takes any (codegen_options).
   if (args.has("dispatch-sms"))
-    config.dispatch_sms = static_cast<int>(args.get_int("dispatch-sms", config.dispatch_sms, 2, device.sm_count));
+    config.dispatch_sms =  // at least one SM left for the compute role, as the launch plan's split needs
+        static_cast<int>(args.get_int("dispatch-sms", config.dispatch_sms, 2, device.sm_count - 1));
   codegen::validate(config);
 
   if (args.has("batch") == args.has("batches"))
@@ -130,6 +130,9 @@ int cmd_plan(int argc, char** argv) {
     try {
       o.launch = codegen::plan_launch(config, b, device, codegen_opts);
     } catch (const codegen::PlanError& e) {
+      o.launch_rejection = e.what();
+      all_planned = false;
+    } catch (const codegen::ConfigError& e) {  // an option this B cannot run (--schedule units at B = 8): its column
       o.launch_rejection = e.what();
       all_planned = false;
     }

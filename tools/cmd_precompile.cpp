@@ -40,7 +40,12 @@ jit::PrecompileRequest parse_request(const Args& args) {
     r.config->ranks = static_cast<int>(args.get_int("ranks", r.config->ranks, 1, 32));
   else if (args.has("ranks"))
     throw UsageError("--ranks needs --model or --config");
-  r.batches = parse_batches(args.get_or("batches", "1-256"));
+  // By default every B the workspace holds (a server meets any of them); the smoke kernel has no capacity.
+  const int capacity = r.config ? r.config->token_capacity : 256;
+  r.batches = parse_batches(args.get_or("batches", fmt::format("1-{}", capacity)));
+  if (r.config && r.batches.back() > capacity)
+    throw UsageError(fmt::format("--batches: B = {} exceeds the configuration's token capacity (allowed: 1-{})",
+                                 r.batches.back(), capacity));
   if (!args.has("targets")) throw UsageError("--targets is required (e.g. --targets sm_90a,sm_120a)");
   r.targets = parse_targets(*args.get("targets"));
   r.options = codegen_options(args);
@@ -84,7 +89,10 @@ int cmd_precompile(int argc, char** argv) {
       {"config", true, "model configuration from a JSON file instead of --model (as `moejit plan --help` shows)",
        "FILE"},
       {"ranks", true, "expert-parallel ranks R, 1..32 (default 1, or the config file's)", "R"},
-      {"batches", true, "tokens per rank: ranges and/or sizes, e.g. 1-256 or 1,2,4,8 (default 1-256)", "LIST"},
+      {"batches", true,
+       "tokens per rank: ranges and/or sizes, e.g. 1-256 or 1,2,4,8 (default: 1 to the token capacity, 256 for the "
+       "built-in models)",
+       "LIST"},
       {"jobs", true, "parallel compiles (default: the number of cores)", "N"},
       {"help", false, "this text"},
   };
@@ -108,8 +116,7 @@ int cmd_precompile(int argc, char** argv) {
         format_options(options));
     return 0;
   }
-  if (!args.positional().empty())
-    throw UsageError(fmt::format("unexpected argument '{}' (see --help)", excerpt(args.positional().front())));
+  args.no_positional();
   const jit::PrecompileRequest request = parse_request(args);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const auto jobs = static_cast<int>(args.get_int("jobs", cores, 1, 1024));

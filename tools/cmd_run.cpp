@@ -45,6 +45,7 @@ int cmd_run(int argc, char** argv) {
         format_options(options));
     return 0;
   }
+  args.no_positional();  // `moejit run dsv4.1-flash` must not run the default model
   codegen::MoeConfig model = builtin_model_flag(args, args.get_or("model", "glm5.2"));
   const int tokens = static_cast<int>(args.get_int("batch", 8, 1, 256));
   const std::uint64_t seed =

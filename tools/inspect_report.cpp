@@ -5,10 +5,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "ptx_passes/pipeline.hpp"
 #include "ptx_passes/pipeline_version.hpp"
 #include "ptx_passes/unified_diff.hpp"
+#include "tools/cli_args.hpp"
 
 namespace moejit::tools {
 namespace {
@@ -95,26 +98,31 @@ void print_inspect(const jit::BuildArtifacts& built, const InspectView& view, In
     fmt::print("\n{}", format_resources(built));
 }
 
-int write_inspect_dump(const jit::BuildArtifacts& built, const InspectView& view, const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
-  int files = 0;
-  auto put = [&](const std::string& name, std::string_view bytes) {
-    write_file(dir / name, bytes);
-    ++files;
-  };
-  if (!built.source.text.empty()) put("source.cu", built.source.text);
-  put(view.input_ptx_file, built.ptx);
+int write_inspect_dump(const jit::BuildArtifacts& built, const InspectView& view, const std::filesystem::path& dir,
+                       const std::optional<std::string>& input) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!built.source.text.empty()) files.emplace_back("source.cu", built.source.text);
+  files.emplace_back(view.input_ptx_file, built.ptx);
   for (size_t i = 0; i < built.stages.size(); ++i) {
     const std::string stem = fmt::format("{:02}-{}", i + 1, built.stages[i].pass);
-    put(stem + ".ptx", built.stages[i].ptx);
-    put(stem + ".diff", pass_diff(built, view, i));
+    files.emplace_back(stem + ".ptx", built.stages[i].ptx);
+    files.emplace_back(stem + ".diff", pass_diff(built, view, i));
   }
-  if (built.cubin.empty()) return files;  // the build stopped before nvJitLink finished
-  put("final.ptx", built.final_ptx);
-  nlohmann::json resources = built.resources;
-  put("resources.json", resources.dump(2) + "\n");
-  put("kernel.cubin", std::string_view(built.cubin.data(), built.cubin.size()));
-  return files;
+  if (!built.cubin.empty()) {  // else the build stopped before nvJitLink finished
+    files.emplace_back("final.ptx", built.final_ptx);
+    const nlohmann::json resources = built.resources;
+    files.emplace_back("resources.json", resources.dump(2) + "\n");
+    files.emplace_back("kernel.cubin", std::string(built.cubin.data(), built.cubin.size()));
+  }
+  std::filesystem::create_directories(dir);
+  for (const auto& [name, bytes] : files) {
+    std::error_code ec;
+    if (input && std::filesystem::equivalent(dir / name, *input, ec))
+      throw UsageError(fmt::format("--dump-dir: writing {} would overwrite the input '{}'; dump into another folder",
+                                   (dir / name).string(), excerpt(*input)));
+  }
+  for (const auto& [name, bytes] : files) write_file(dir / name, bytes);
+  return static_cast<int>(files.size());
 }
 
 }  // namespace moejit::tools

@@ -5,6 +5,7 @@
 // built-in kernel, a model configuration, a user's PTX file).
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,7 +32,9 @@ void print_inspect(const jit::BuildArtifacts& built, const InspectView& view, In
 
 // Writes every stage to `dir` (created if missing): source.cu (when there is
 // one), the input PTX, NN-<pass>.ptx and NN-<pass>.diff, final.ptx,
-// resources.json and kernel.cubin. Returns how many files it wrote.
-int write_inspect_dump(const jit::BuildArtifacts& built, const InspectView& view, const std::filesystem::path& dir);
+// resources.json and kernel.cubin. Returns how many files it wrote. `input`, the file the PTX was read from (if
+// any), is never overwritten: a dump that would replace it throws UsageError before it writes anything.
+int write_inspect_dump(const jit::BuildArtifacts& built, const InspectView& view, const std::filesystem::path& dir,
+                       const std::optional<std::string>& input = std::nullopt);
 
 }  // namespace moejit::tools

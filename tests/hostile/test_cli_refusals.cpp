@@ -1,0 +1,117 @@
+// What a review of the CLI found on 2026-12-05, each as the user met it: an argument that no option takes was
+// ignored (`moejit run dsv4.1-flash` ran glm5.2 and exited 0); an integer too large for its option was "not an
+// integer"; one batch size that an option cannot run stopped a whole `plan` sweep; precompile's default batch
+// range ignored the configuration's token capacity; `inspect --ptx` read a folder as an empty file, and its
+// --dump-dir failed only after the compile, or overwrote the PTX it had read. Each is now refused up front,
+// exit 2, naming the argument.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "hostile_util.hpp"
+
+using namespace moejit;
+using moejit::test::TempDir;
+
+namespace {
+const char* const k_fixture = MOEJIT_SOURCE_DIR "/tests/ptx/fixtures/user_tma.ptx";
+}  // namespace
+
+TEST_CASE("cli: an argument that no option takes is refused, never ignored") {
+  TempDir scratch;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "dsv4.1-flash", "--batch", "1"},
+        {"inspect", "--kernel", "smoke", "--target", "sm_90a", "stray"},
+        {"doctor", "stray"},
+        {"plan", "--model", "glm5.2", "--ranks", "1", "--batch", "1", "--device", "h200", "stray"}}) {
+    const test::CliResult r = test::moejit(scratch, scratch / "c", args, {{"MOEJIT_FORCE_NO_DRIVER", "1"}});
+    INFO(args[0], ": ", r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(test::contains(r.output, "moejit " + args[0] + ": unexpected argument '" +
+                                       (args[0] == "run" ? "dsv4.1-flash" : "stray") + "' (see --help)"));
+    CHECK(!test::contains(r.output, "[1/3] plan"));  // nothing was planned or compiled
+  }
+  // -h is --help, not an argument: the usage and exit 0.
+  const test::CliResult help = test::moejit(scratch, scratch / "c", {"run", "-h"});
+  CHECK(help.exit_code == 0);
+  CHECK(test::contains(help.output, "usage: moejit run [options]"));
+}
+
+TEST_CASE("cli: an integer beyond its option's range is out of range, not \"not an integer\"") {
+  TempDir scratch;
+  const test::CliResult r = test::moejit(scratch, scratch / "c", {"run", "--seed", "18446744073709551615"},
+                                         {{"MOEJIT_FORCE_NO_DRIVER", "1"}});
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(test::contains(r.output, "--seed: 18446744073709551615 is outside the allowed range [0, "));
+}
+
+TEST_CASE("cli: a plan sweep reports the batch sizes an option cannot run as rejected columns") {
+  TempDir scratch;
+  const test::CliResult r = test::moejit(
+      scratch, scratch / "c",
+      {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200", "--batches", "1-8", "--schedule", "units"});
+  INFO(r.output);
+  CHECK(r.exit_code == 1);  // a shape that cannot run (plan --help)
+  CHECK(test::contains(r.output, "B = 8 launch rejected: schedule = units is invalid at B = 8"));
+  const test::CliResult json = test::moejit(scratch, scratch / "c",
+                                            {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200",
+                                             "--batches", "1-8", "--schedule", "units", "--json"});
+  CHECK(json.exit_code == 1);
+  CHECK(test::contains(json.output, "\"batch\": 4"));  // the plannable columns are still printed
+  CHECK(test::contains(json.output, "schedule = units is invalid at B = 8"));
+
+  const test::CliResult split = test::moejit(
+      scratch, scratch / "c",
+      {"plan", "--model", "glm5.2", "--ranks", "8", "--device", "h200", "--batch", "8", "--dispatch-sms", "132"});
+  CHECK(split.exit_code == 2);
+  CHECK(test::contains(split.output, "--dispatch-sms: 132 is outside the allowed range [2, 131]"));
+}
+
+TEST_CASE("cli: precompile's batch range is the configuration's token capacity") {
+  TempDir scratch;
+  const std::string config = scratch / "cap64.json";
+  test::write_text(config, R"({"experts": 32, "top_k": 4, "hidden": 512, "intermediate": 256, "token_capacity": 64})");
+  const test::CliResult over = test::moejit(
+      scratch, scratch / "c", {"precompile", "--targets", "sm_90a", "--config", config, "--batches", "65"});
+  INFO(over.output);
+  CHECK(over.exit_code == 2);
+  CHECK(test::contains(over.output, "--batches: B = 65 exceeds the configuration's token capacity (allowed: 1-64)"));
+  const test::CliResult builtin = test::moejit(
+      scratch, scratch / "c", {"precompile", "--targets", "sm_90a", "--model", "glm5.2", "--batches", "1-257"});
+  CHECK(builtin.exit_code == 2);
+  CHECK(
+      test::contains(builtin.output, "--batches: B = 257 exceeds the configuration's token capacity (allowed: 1-256)"));
+}
+
+TEST_CASE("cli: inspect names an unreadable --ptx and an unusable --dump-dir before compiling, and keeps its input") {
+  TempDir scratch;
+  const test::CliResult folder =
+      test::moejit(scratch, scratch / "c", {"inspect", "--ptx", scratch.path(), "--target", "sm_90a"});
+  INFO(folder.output);
+  CHECK(folder.exit_code == 2);
+  CHECK(test::contains(folder.output, "--ptx: cannot read '" + scratch.path() + "': Is a directory"));
+
+  const std::string file = scratch / "a-file";
+  test::write_text(file, "not a folder");
+  const test::CliResult dump = test::moejit(
+      scratch, scratch / "c", {"inspect", "--kernel", "smoke", "--target", "sm_90a", "--dump-dir", file + "/sub"});
+  INFO(dump.output);
+  CHECK(dump.exit_code == 2);
+  CHECK(test::contains(dump.output, "--dump-dir: cannot use '" + file + "/sub' as a folder"));
+  CHECK(!test::contains(dump.output, "== pass"));  // refused before the build
+
+  // The PTX read from the dump folder under a name the dump writes: refused, the file untouched.
+  const std::filesystem::path dir = scratch / "d";
+  std::filesystem::create_directories(dir);
+  const std::string input = (dir / "final.ptx").string();
+  const std::string module = test::read_text(k_fixture);
+  test::write_text(input, module);
+  const test::CliResult keep = test::moejit(scratch, scratch / "c",
+                                            {"inspect", "--ptx", input, "--target", "sm_90a", "--tensormap", "tmap_w",
+                                             "--tensormap", "tmap_x", "--maxnreg", "40", "--dump-dir", dir.string()});
+  INFO(keep.output);
+  CHECK(keep.exit_code == 2);
+  CHECK(test::contains(keep.output, "would overwrite the input '" + input + "'; dump into another folder"));
+  CHECK(test::read_text(input) == module);
+}
