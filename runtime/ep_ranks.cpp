@@ -8,6 +8,7 @@
 
 #include "runtime/driver_api.hpp"
 #include "runtime/moe_layer.hpp"
+#include "runtime/moe_layer_detail.hpp"
 #include "templates/moe_contract.cuh"
 
 namespace moejit::runtime {
@@ -39,6 +40,8 @@ contract::MoeHeader header_of(int rank, int ranks, std::chrono::nanoseconds time
 }
 
 void write_header(CUdeviceptr ws, std::int64_t bytes, const contract::MoeHeader& h, CUstream stream) {
+  // The zeroing below writes `bytes` from ws: never past the allocation (a workspace size of another config).
+  detail::require_device_bytes("bytes", "ws", ws, static_cast<std::uint64_t>(bytes), "the rank workspace");
   MOEJIT_CU(cuMemsetD8Async, ws, 0, static_cast<std::size_t>(bytes), stream);
   // From pageable memory: the copy completes before the call returns.
   MOEJIT_CU(cuMemcpyHtoDAsync, ws, &h, sizeof(h), stream);

@@ -65,6 +65,9 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& opti
     : config_(config), options_(options) {
   validate_layer_config(config);
   validate_layer_options(options);
+  if (const int count = device_count(); options.device < 0 || options.device >= count)
+    throw InvalidInput("device", fmt::format("device = {} is outside the allowed range [0, {}] ({} GPU(s))",
+                                             options.device, count - 1, count));
   device_ = query_device(options.device);
   profile_ = device_profile(device_);
   if (options.sm_count > device_.sm_count)
@@ -87,6 +90,15 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& opti
                                            codegen::path_name(*options_.codegen.path), target_.name()));
   MOEJIT_CU(cuCtxGetCurrent, &context_);
   if (!context_) throw std::runtime_error("MoeLayer: no current CUDA context (make the device's context current)");
+  // Everything the layer allocates and loads goes to the current context: it must be options.device's, or the
+  // weights would be read across GPUs.
+  CUdevice current = 0, wanted = 0;
+  MOEJIT_CU(cuCtxGetDevice, &current);
+  MOEJIT_CU(cuDeviceGet, &wanted, options.device);
+  if (current != wanted)
+    throw InvalidInput("device", fmt::format("device = {} is not the device of the current CUDA context: make GPU "
+                                             "{}'s context current before building its layer",
+                                             options.device, options.device));
 
   // Every plan of this layer has the same grid, so one workspace size serves every batch.
   const codegen::MoeLaunchPlan first = plan(1);
@@ -197,12 +209,14 @@ CUdeviceptr MoeLayer::workspace_for_locked(const MoeForwardArgs& a, StreamState&
     return a.workspace;
   }
   if (!st.workspace.ptr()) {
-    st.workspace = DeviceBuffer(static_cast<std::size_t>(workspace_bytes_));
+    DeviceBuffer fresh(static_cast<std::size_t>(workspace_bytes_));
     // Zero once: the header's epoch and the GEMM2 readiness counters start
     // clean, and every forward leaves them clean. On the setup stream, which
-    // never joins the caller's capture.
-    MOEJIT_CU(cuMemsetD8Async, st.workspace.ptr(), 0, st.workspace.bytes(), setup_stream_);
+    // never joins the caller's capture. Kept only once zeroed: a failure here
+    // must not leave a dirty workspace that the next forward takes for a clean one.
+    MOEJIT_CU(cuMemsetD8Async, fresh.ptr(), 0, fresh.bytes(), setup_stream_);
     MOEJIT_CU(cuStreamSynchronize, setup_stream_);
+    st.workspace = std::move(fresh);
   }
   return st.workspace.ptr();
 }
@@ -313,13 +327,16 @@ std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream
   return graph;
 }
 
-void MoeLayer::check_routes(const MoeForwardArgs& a, bool capturing) const {
+void MoeLayer::check_routes(const MoeForwardArgs& a, CUstream stream, bool capturing) const {
   if (capturing)
     throw InvalidInput("check_routes_on_host",
                        "check_routes_on_host = true cannot be used while the stream is capturing (it copies topk_ids "
                        "to the host); turn it off: out-of-range ids poison their token with NaN on the GPU");
   std::vector<std::int32_t> ids(std::size_t(a.tokens) * config_.top_k);
-  MOEJIT_CU(cuMemcpyDtoH, ids.data(), a.topk_ids, ids.size() * 4);
+  // On the caller's stream: the router that wrote the ids may run on a non-blocking stream, which a copy on the
+  // legacy default stream would not wait for.
+  MOEJIT_CU(cuMemcpyDtoHAsync, ids.data(), a.topk_ids, ids.size() * 4, stream);
+  MOEJIT_CU(cuStreamSynchronize, stream);
   validate_route_ids(config_, ids);
 }
 
@@ -332,7 +349,7 @@ std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream str
 void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvents* events) {
   validate_forward_args(config_, options_, a);
   const bool capturing = stream_is_capturing(stream);
-  if (options_.check_routes_on_host) check_routes(a, capturing);
+  if (options_.check_routes_on_host) check_routes(a, stream, capturing);
 
   if (events || !options_.use_graphs) {
     std::vector<RoleLaunch> roles;

@@ -209,7 +209,7 @@ class MoeLayer {
   void adopt_biases(CUdeviceptr b1, CUdeviceptr b2);
   void map_weights();
   std::shared_ptr<RoleGraph> graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing);
-  void check_routes(const MoeForwardArgs& a, bool capturing) const;
+  void check_routes(const MoeForwardArgs& a, CUstream stream, bool capturing) const;
 
   codegen::MoeConfig config_;
   MoeLayerOptions options_;

@@ -70,10 +70,11 @@ void validate_forward_args(const codegen::MoeConfig& config, const MoeLayerOptio
 }
 
 void validate_route_ids(const codegen::MoeConfig& config, const std::vector<std::int32_t>& ids) {
+  // Global expert ids: with R ranks a token may reach any rank's experts (docs/expert-parallelism.md).
   for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= config.local_experts())
+    if (ids[i] < 0 || ids[i] >= config.experts)
       throw InvalidInput("topk_ids", fmt::format("topk_ids[{}][{}] = {} is outside the allowed range [0, {})",
-                                                 i / config.top_k, i % config.top_k, ids[i], config.local_experts()));
+                                                 i / config.top_k, i % config.top_k, ids[i], config.experts));
 }
 
 }  // namespace moejit::runtime

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "codegen/sm_probe_kernel.hpp"
 #include "gpu_test_util.hpp"
+#include "jit/kernel_builder.hpp"
 #include "oracle/moe_check.hpp"
 
 using namespace moejit;
@@ -117,6 +119,54 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
   runtime::driver().cuGraphDestroy(step);
   runtime::driver().cuStreamDestroy(capture);
   runtime::driver().cuStreamDestroy(eager);
+}
+
+TEST_CASE("a layer refuses a GPU the machine lacks, and host route checks read the ids the caller's stream wrote") {
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = gpu_test::small_config("routes-check", 32, 4, 1024, 512);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() + 7);
+  runtime::MoeLayerOptions far;
+  far.device = 4096;
+  try {
+    runtime::MoeLayer layer(config, w.device(), far);
+    FAIL("a layer on GPU 4096 was built");
+  } catch (const runtime::InvalidInput& e) {
+    CHECK(std::string(e.field()) == "device");
+    CHECK(doctest::String(e.what()) == doctest::Contains("device = 4096 is outside the allowed range [0, "));
+  }
+
+  // The router's ids land on a non-blocking stream 200 ms late (behind a spinning kernel), over ids no layer
+  // accepts. The check must read them in that stream's order: the legacy default stream does not wait for it.
+  runtime::MoeLayerOptions checked;
+  checked.check_routes_on_host = true;
+  runtime::MoeLayer layer(config, w.device(), checked);
+  const int B = 8;
+  const oracle::RandomInputs in = oracle::random_inputs(p, B, oracle::RoutingKind::uniform, gpu_test::seed() + 8);
+  DeviceInputs dev(p, B);
+  CUstream router = nullptr;
+  MOEJIT_CU(cuStreamCreate, &router, CU_STREAM_NON_BLOCKING);
+  dev.upload(in, router);
+  const std::vector<std::int32_t> stale(std::size_t(B) * p.top_k, 9999);
+  MOEJIT_CU(cuStreamSynchronize, router);
+  MOEJIT_CU(cuMemcpyHtoD, dev.ids.ptr(), stale.data(), stale.size() * 4);
+  const runtime::DeviceInfo info = runtime::query_device(0);
+  const jit::BuildArtifacts spin =
+      jit::build_kernel(codegen::sm_probe_spec(*codegen::parse_target(info.target_name())));
+  const runtime::LoadedKernel spinner(spin.cubin, spin.spec.entry_name());
+  DeviceBuffer sms(4), clock(8);
+  CUdeviceptr out = sms.ptr(), clock_out = clock.ptr();
+  std::uint32_t spin_ns = 200000000;
+  void* spin_args[] = {&out, &spin_ns, &clock_out};
+  spinner.launch(runtime::LaunchDims{1, 32, 0}, router, spin_args);
+  MOEJIT_CU(cuMemcpyHtoDAsync, dev.ids.ptr(), in.routing.ids.data(), in.routing.ids.size() * 4, router);
+  MOEJIT_CU(cuMemsetD8Async, dev.y.ptr(), 0xFF, dev.y.bytes(), router);
+  CHECK_NOTHROW(layer.forward(dev.args(B), router));
+  const std::vector<std::uint16_t> y = download_sync(dev.y, router);
+  CHECK(bad_elements(y) == 0);
+  CHECK(cosine_vs_reference(w, p, in, y) >= 0.99999);
+  layer.release_stream(router);
+  runtime::driver().cuStreamDestroy(router);
 }
 
 TEST_CASE("a forward of B launches B's plan, whichever batch size ran first") {

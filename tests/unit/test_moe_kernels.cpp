@@ -318,4 +318,10 @@ TEST_CASE("bad input is refused before any launch, naming the field, value and r
                        "topk_ids[1][1] = 256 is outside the allowed range [0, 256)", InvalidInput);
   CHECK_THROWS_WITH_AS(runtime::validate_route_ids(glm, {-1}),
                        "topk_ids[0][0] = -1 is outside the allowed range [0, 256)", InvalidInput);
+  // With R ranks the ids are global: rank 0 of 2 (128 local experts) takes a token routed to expert 200.
+  codegen::MoeConfig ep = glm;
+  ep.ranks = 2;
+  CHECK_NOTHROW(runtime::validate_route_ids(ep, {0, 1, 2, 3, 4, 5, 6, 200}));
+  CHECK_THROWS_WITH_AS(runtime::validate_route_ids(ep, {0, 1, 2, 3, 4, 5, 6, 256}),
+                       "topk_ids[0][7] = 256 is outside the allowed range [0, 256)", InvalidInput);
 }
