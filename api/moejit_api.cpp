@@ -147,7 +147,7 @@ PrecompileReport precompile(const Config& config, const std::vector<int>& batche
 
 void configure(const Settings& settings) {
   api::guarded([&] {
-    cache::Config c = cache::Config::from_env();
+    cache::Config c = cache::Config::from_env({settings.cache_max_bytes.has_value(), settings.no_jit.has_value()});
     if (settings.cache_dir) {
       c.dir = *settings.cache_dir;
       if (c.dir.empty()) c.no_dir_reason = "configure() set no cache directory";

@@ -41,17 +41,17 @@ std::optional<bool> parse_flag(std::string_view text) {
   return std::nullopt;
 }
 
-Config Config::from_env() {
+Config Config::from_env(EnvOverrides overridden) {
   Config c;
   c.dir = default_cache_dir(&c.no_dir_reason);
-  if (const char* v = std::getenv("MOEJIT_CACHE_MAX_BYTES"); v && *v) {
+  if (const char* v = std::getenv("MOEJIT_CACHE_MAX_BYTES"); v && *v && !overridden.max_bytes) {
     auto bytes = parse_byte_size(v);
     if (!bytes)
       throw std::invalid_argument(std::string("MOEJIT_CACHE_MAX_BYTES: '") + v +
                                   "' is not a size (bytes, or with a K, M, G or T suffix; 0 = no cap)");
     c.max_bytes = *bytes;
   }
-  if (const char* v = std::getenv("MOEJIT_NO_JIT")) {
+  if (const char* v = std::getenv("MOEJIT_NO_JIT"); v && !overridden.no_jit) {
     auto flag = parse_flag(v);
     if (!flag) throw std::invalid_argument(std::string("MOEJIT_NO_JIT: '") + v + "' is not 0 or 1");
     c.no_jit = *flag;

@@ -17,6 +17,11 @@ inline constexpr std::uint64_t k_default_max_bytes = std::uint64_t(1) << 30;  //
 
 using WarnFn = std::function<void(const std::string&)>;
 
+// The environment variables a caller's own setting replaces (Config::from_env leaves them unread).
+struct EnvOverrides {
+  bool max_bytes = false, no_jit = false;
+};
+
 struct Config {
   std::string dir;                                // the cache root (entries live in dir/v1); "": none
   std::string no_dir_reason;                      // why dir is "" (cache_dir.hpp)
@@ -29,7 +34,9 @@ struct Config {
   // MOEJIT_CACHE_DIR / XDG_CACHE_HOME / HOME (cache_dir.hpp), MOEJIT_CACHE_MAX_BYTES,
   // MOEJIT_NO_JIT. Throws std::invalid_argument naming a malformed variable.
   // Without a cache directory, dir is "" and the cache keeps kernels in memory.
-  static Config from_env();
+  // The variables a caller overrides are not read: a setting that replaces a malformed variable must not fail
+  // on it.
+  static Config from_env(EnvOverrides overridden = {});
 };
 
 // "1073741824", "512M", "512MiB", "1G", "64k": bytes, with binary multiples.

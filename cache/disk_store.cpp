@@ -293,9 +293,12 @@ std::vector<EntryInfo> DiskStore::evict_to(std::uint64_t max_bytes, const std::v
   for (const EntryInfo& e : entries) {
     if (total <= max_bytes) break;
     if (std::find(keep.begin(), keep.end(), e.key) != keep.end()) continue;
-    // A held lock means someone is replacing this entry right now: leave it.
-    std::optional<FileLock> lock = FileLock::try_acquire(store, e.key + std::string(k_lock_suffix));
-    if (!lock) continue;
+    // A held lock means someone is replacing this entry right now: leave it. Where the file system refuses
+    // flock nobody holds one, and publishing works without (it renames whole entries into place): evict as
+    // readers expect, by renaming the entry away, or the cap would never hold there.
+    bool unsupported = false;
+    std::optional<FileLock> lock = FileLock::try_acquire(store, e.key + std::string(k_lock_suffix), &unsupported);
+    if (!lock && !unsupported) continue;
     if (remove(e.key)) {
       total -= std::min(total, e.bytes);
       evicted.push_back(e);

@@ -26,8 +26,8 @@ std::optional<FileLock> FileLock::acquire(const fs::Dir& dir, const std::string&
   return lock(dir, name, true, error, unsupported);
 }
 
-std::optional<FileLock> FileLock::try_acquire(const fs::Dir& dir, const std::string& name) {
-  return lock(dir, name, false, nullptr, nullptr);
+std::optional<FileLock> FileLock::try_acquire(const fs::Dir& dir, const std::string& name, bool* unsupported) {
+  return lock(dir, name, false, nullptr, unsupported);
 }
 
 std::optional<FileLock> FileLock::acquire(const std::string& path, std::string* error, bool* unsupported) {

@@ -29,8 +29,9 @@ class FileLock {
   // *unsupported is set.
   static std::optional<FileLock> acquire(const fs::Dir& dir, const std::string& name, std::string* error,
                                          bool* unsupported = nullptr);
-  // Never blocks: nullopt when another holder has it (or on error).
-  static std::optional<FileLock> try_acquire(const fs::Dir& dir, const std::string& name);
+  // Never blocks: nullopt when another holder has it (or on error; *unsupported set where the file system
+  // refuses flock, so that nobody can hold it).
+  static std::optional<FileLock> try_acquire(const fs::Dir& dir, const std::string& name, bool* unsupported = nullptr);
 
   // The same for a lock at `path` (links in its folder's path are followed).
   static std::optional<FileLock> acquire(const std::string& path, std::string* error, bool* unsupported = nullptr);

@@ -244,6 +244,11 @@ TEST_CASE("environment configuration: sizes and flags, and errors that name the 
   CHECK(c.no_jit);
   ::setenv("MOEJIT_CACHE_MAX_BYTES", "huge", 1);
   CHECK_THROWS_WITH(cache::Config::from_env(), doctest::Contains("MOEJIT_CACHE_MAX_BYTES: 'huge'"));
+  // A caller's setting replaces the variable, malformed or not (moejit::configure's cache_max_bytes).
+  CHECK(cache::Config::from_env({.max_bytes = true}).max_bytes == cache::k_default_max_bytes);
+  ::setenv("MOEJIT_NO_JIT", "maybe", 1);
+  CHECK_THROWS_WITH(cache::Config::from_env({.max_bytes = true}), doctest::Contains("MOEJIT_NO_JIT: 'maybe'"));
+  CHECK_FALSE(cache::Config::from_env({.max_bytes = true, .no_jit = true}).no_jit);
   ::unsetenv("MOEJIT_CACHE_MAX_BYTES");
   ::unsetenv("MOEJIT_NO_JIT");
   CHECK(cache::Config::from_env().max_bytes == cache::k_default_max_bytes);

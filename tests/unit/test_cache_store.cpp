@@ -175,6 +175,25 @@ TEST_CASE("sweep_stale removes what crashed processes left, and nothing live") {
   CHECK(test::names_in(disk.dir()) == std::vector<std::string>{".tmp-live-3", key_of("live") + ".lock"});
 }
 
+// Run by the ctest cache_evicts_without_flock, with a preloaded flock that answers ENOLCK (no_flock_preload.cpp).
+TEST_CASE("without flock: entries still publish, and evict_to still holds the cap" * doctest::skip()) {
+  TempDir tmp;
+  cache::DiskStore disk(tmp.path());
+  std::string error;
+  bool unsupported = false;
+  REQUIRE_FALSE(cache::FileLock::acquire(tmp.path() + "/probe.lock", &error, &unsupported));
+  REQUIRE(unsupported);  // the preload is in effect: this case tests nothing without it
+  std::vector<std::string> keys;
+  for (const std::string tag : {"n0", "n1", "n2"}) {
+    keys.push_back(key_of(tag));
+    REQUIRE(disk.publish(keys.back(), test::fake_entry(tag, 10000), &error) == cache::PublishStatus::published);
+  }
+  const std::uint64_t one = disk.list().front().bytes;
+  CHECK(disk.evict_to(one, keys[2]).size() == 2);  // every lock attempt fails as unsupported: not "held"
+  CHECK(disk.list().size() == 1);
+  CHECK(disk.load(keys[2]).status == cache::LoadStatus::hit);
+}
+
 TEST_CASE("evict_to deletes least-recently-used entries down to the cap") {
   TempDir tmp;
   cache::DiskStore disk(tmp.path());
