@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -65,12 +66,24 @@ PrecompileResult precompile_kernels(KernelCache& cache, const std::vector<codege
   r.workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), specs.size()));
   std::atomic<std::size_t> next{0};
   std::mutex mu;  // the result's counters and errors, and the hooks
+  // A hook that throws (a caller's progress callback) must not escape a worker thread, which would terminate
+  // the process: the first exception stops the work and is rethrown to the caller once every worker is done.
+  std::exception_ptr hook_error;
+  auto call_hook = [&](auto&& hook) {
+    if (hook_error) return;
+    try {
+      hook();
+    } catch (...) {
+      hook_error = std::current_exception();
+      next = specs.size();
+    }
+  };
   auto worker = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < specs.size();) {
       const codegen::KernelSpec& spec = specs[i];
       if (hooks.started) {
         std::lock_guard lock(mu);
-        hooks.started(spec);
+        call_hook([&] { hooks.started(spec); });
       }
       const auto t0 = Clock::now();
       PrecompileOutcome outcome = PrecompileOutcome::failed;
@@ -93,12 +106,13 @@ PrecompileResult precompile_kernels(KernelCache& cache, const std::vector<codege
           break;
       }
       r.done[i] = outcome != PrecompileOutcome::failed;
-      if (hooks.finished) hooks.finished(spec, outcome, seconds, error);
+      if (hooks.finished) call_hook([&] { hooks.finished(spec, outcome, seconds, error); });
     }
   };
   std::vector<std::thread> pool;
   for (int j = 0; j < r.workers; ++j) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
+  if (hook_error) std::rethrow_exception(hook_error);
   return r;
 }
 

@@ -53,7 +53,8 @@ struct PrecompileResult {
   int workers = 0;
 };
 
-// get_or_build() of every spec on `jobs` threads (0: one per core, at most one per spec).
+// get_or_build() of every spec on `jobs` threads (0: one per core, at most one per spec). A hook that throws
+// stops the work (the kernels in progress finish); its exception is rethrown here once every worker is done.
 PrecompileResult precompile_kernels(KernelCache& cache, const std::vector<codegen::KernelSpec>& specs, int jobs,
                                     const PrecompileHooks& hooks = {});
 

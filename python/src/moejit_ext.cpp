@@ -4,10 +4,13 @@
 // integers, so one wheel serves any torch version (or none).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 #include <moejit/moejit.hpp>
+
+#include <optional>
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -106,16 +109,25 @@ NB_MODULE(_moejit, m) {
         const moejit::Config c = config_of(config);
         const moejit::LayerOptions o = layer_options(options);
         moejit::PrecompileProgress report_progress;
+        // The callback's own exception (a TypeError, a progress bar's) reaches the caller as itself: it stops the
+        // callbacks, and is raised once precompile returns.
+        std::optional<nb::python_error> callback_error;
         if (!progress.is_none())
-          report_progress = [progress](int done, int total, std::string_view kernel) {
+          report_progress = [progress, &callback_error](int done, int total, std::string_view kernel) {
             nb::gil_scoped_acquire gil;
-            progress(done, total, std::string(kernel));
+            if (callback_error) return;
+            try {
+              progress(done, total, std::string(kernel));
+            } catch (nb::python_error& e) {
+              callback_error.emplace(std::move(e));
+            }
           };
         moejit::PrecompileReport r;
         {
           nb::gil_scoped_release nogil;  // compiles for seconds; progress takes the GIL back
           r = moejit::precompile(c, batches, targets, o, jobs, report_progress);
         }
+        if (callback_error) throw std::move(*callback_error);
         return report_dict(r);
       },
       "config"_a, "batches"_a, "targets"_a, "options"_a, "jobs"_a, "progress"_a.none());

@@ -7,6 +7,8 @@ cache, errors naming the field, and tensors refused before anything launches
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -144,6 +146,20 @@ class Precompile(unittest.TestCase):
         self.assertGreaterEqual(len(entries), r["kernels"])
         again = moejit.precompile(SMALL, [1, 2])
         self.assertEqual(again["cached"], again["kernels"])
+
+    def test_a_raising_progress_callback_reaches_the_caller(self):
+        # The callback runs on a compile thread: its exception (here a TypeError, the callback takes two
+        # arguments, not three) aborted the whole process. It now stops the work and reaches the caller as itself.
+        code = (
+            "import moejit\n"
+            "try:\n"
+            f"    moejit.precompile({SMALL!r}, [1], targets=['sm_90a'], progress=lambda done, total: None)\n"
+            "except TypeError as e:\n"
+            "    print('raised TypeError:', e)\n"
+        )
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("raised TypeError:", r.stdout)
 
     def test_errors(self):
         self.assertEqual(field_of(lambda: moejit.precompile(SMALL, "0-2")), "batch")
