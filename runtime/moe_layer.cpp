@@ -54,6 +54,32 @@ void require_device_bytes(const char* field, const std::string& shown, CUdevicep
 }
 }  // namespace detail
 
+namespace {
+// The layer's context made current for a call from a thread whose current context is another GPU's, or none (a
+// torch thread on another device, a fresh thread): its first forward on a stream allocates and loads in the
+// current context, which must be the layer's. What was current comes back at the end. A thread already on the
+// layer's GPU (any context of it: green-context partitions) keeps its own.
+class LayerContextScope {
+ public:
+  LayerContextScope(CUcontext layer, CUdevice device) {
+    MOEJIT_CU(cuCtxGetCurrent, &previous_);
+    CUdevice current = 0;
+    if (previous_ && driver().cuCtxGetDevice(&current) == CUDA_SUCCESS && current == device) return;
+    MOEJIT_CU(cuCtxSetCurrent, layer);
+    switched_ = true;
+  }
+  ~LayerContextScope() {
+    if (switched_) driver().cuCtxSetCurrent(previous_);
+  }
+  LayerContextScope(const LayerContextScope&) = delete;
+  LayerContextScope& operator=(const LayerContextScope&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool switched_ = false;
+};
+}  // namespace
+
 std::size_t MoeLayer::LaunchKeyHash::operator()(const LaunchKey& k) const noexcept {
   std::size_t h = std::hash<int>{}(k.tokens);
   for (CUdeviceptr p : {k.x_q, k.x_scales, k.x_bf16, k.topk_ids, k.topk_weights, k.y, k.workspace, k.trace})
@@ -92,10 +118,10 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& opti
   if (!context_) throw std::runtime_error("MoeLayer: no current CUDA context (make the device's context current)");
   // Everything the layer allocates and loads goes to the current context: it must be options.device's, or the
   // weights would be read across GPUs.
-  CUdevice current = 0, wanted = 0;
+  CUdevice current = 0;
   MOEJIT_CU(cuCtxGetDevice, &current);
-  MOEJIT_CU(cuDeviceGet, &wanted, options.device);
-  if (current != wanted)
+  MOEJIT_CU(cuDeviceGet, &cu_device_, options.device);
+  if (current != cu_device_)
     throw InvalidInput("device", fmt::format("device = {} is not the device of the current CUDA context: make GPU "
                                              "{}'s context current before building its layer",
                                              options.device, options.device));
@@ -189,6 +215,7 @@ CUdeviceptr MoeLayer::workspace(CUstream stream) const {
 }
 
 void MoeLayer::release_stream(CUstream stream) {
+  const LayerContextScope scope(context_, cu_device_);
   std::lock_guard lock(mutex_);
   const auto it = streams_.find(stream);
   if (it == streams_.end()) return;
@@ -342,12 +369,14 @@ void MoeLayer::check_routes(const MoeForwardArgs& a, CUstream stream, bool captu
 
 std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream stream) {
   validate_forward_args(config_, options_, a);
+  const LayerContextScope scope(context_, cu_device_);
   std::lock_guard lock(mutex_);
   return role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream)));
 }
 
 void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvents* events) {
   validate_forward_args(config_, options_, a);
+  const LayerContextScope scope(context_, cu_device_);
   const bool capturing = stream_is_capturing(stream);
   if (options_.check_routes_on_host) check_routes(a, stream, capturing);
 

@@ -218,6 +218,7 @@ class MoeLayer {
   codegen::Target target_;
   const codegen::AtomTraits* atom_ = nullptr;
   CUcontext context_ = nullptr;  // the graph nodes' explicit context
+  CUdevice cu_device_ = 0;       // options.device's handle: a call from another GPU's thread switches to context_
   std::int64_t workspace_bytes_ = 0;
   int workspace_ep_ = 0;                 // the EpMode bits that shape the workspace (contract::kEpLayoutModes)
   DeviceBuffer w1_, w2_;                 // packed step blobs, when the layer packed them

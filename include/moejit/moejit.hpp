@@ -224,11 +224,12 @@ MOEJIT_API std::int64_t workspace_bytes(const Config& config, const LayerOptions
                                         std::string_view device = "h200");
 
 // The layer on the device of options.device, whose CUDA context must be
-// current (as it is under torch) when the layer is built and whenever forward()
-// runs; under another GPU's context it is refused (field "device"). The weights
-// must be complete when it is built (their uploads finished: it reads them
-// without waiting for any of the caller's streams). forward() may be called
-// from several threads with different streams.
+// current (as it is under torch) when the layer is built: under another GPU's
+// context it is refused (field "device"). The weights must be complete then
+// (their uploads finished: it reads them without waiting for any of the
+// caller's streams). forward() may be called from several threads with
+// different streams, also from a thread on another GPU or none: it makes the
+// layer's context current for the call.
 class MOEJIT_API Layer {
  public:
   Layer(const Config& config, const CheckpointWeights& weights, const LayerOptions& options = {});

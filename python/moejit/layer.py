@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any, Dict, Optional
 
@@ -89,8 +90,9 @@ class MoeLayer:
         ptrs = pointers([(name, t, shapes[name], _U8) for name, t in (("w1", w1), ("s1", s1), ("w2", w2),
                                                                        ("s2", s2))], self.device)
         b = self._biases(b1, b2)
-        self._layer = _moejit.Layer(self._config_json, ptrs["w1"], ptrs["s1"], ptrs["w2"], ptrs["s2"], b["b1"],
-                                    b["b2"], options)
+        with self._on_device():
+            self._layer = _moejit.Layer(self._config_json, ptrs["w1"], ptrs["s1"], ptrs["w2"], ptrs["s2"], b["b1"],
+                                        b["b2"], options)
 
     @classmethod
     def from_packed(cls, config: ConfigLike, packed: Dict[str, Any], w1: Any, w2: Any, b1: Any = None,
@@ -102,11 +104,22 @@ class MoeLayer:
         self._setup(config, w1, options)
         ptrs = pointers([("w1", w1, (len(packed["w1"]),), _U8), ("w2", w2, (len(packed["w2"]),), _U8)], self.device)
         b = self._biases(b1, b2)
-        self._layer = _moejit.Layer.from_packed(self._config_json, ptrs["w1"], ptrs["w2"],
-                                                int(packed["top_scale_code"]), str(packed["atom"]), b["b1"], b["b2"],
-                                                options, bool(packed.get("subnormal_weight_scales", True)))
+        with self._on_device():
+            self._layer = _moejit.Layer.from_packed(self._config_json, ptrs["w1"], ptrs["w2"],
+                                                    int(packed["top_scale_code"]), str(packed["atom"]), b["b1"],
+                                                    b["b2"], options, bool(packed.get("subnormal_weight_scales", True)))
         self._packed = (w1, w2)  # the layer reads them: keep them alive with it
         return self
+
+    def _on_device(self):
+        """The layer's GPU made current for its construction (the C++ layer builds in the current context and
+        refuses another GPU's), after torch's work there is done: weights written on a side stream must be
+        complete before the layer reads them, which it does on none of torch's streams."""
+        torch = _torch_or_none()
+        if torch is None or not torch.cuda.is_available():
+            return contextlib.nullcontext()
+        torch.cuda.synchronize(self.device)
+        return torch.cuda.device(self.device)
 
     def _biases(self, b1: Any, b2: Any) -> Dict[str, int]:
         """The BF16 biases' pointers (a config with "biases": true needs both; others take none)."""
@@ -156,12 +169,15 @@ class MoeLayer:
         the layer uses its own, one per stream.
         """
         if out is None:
+            # x first: its batch sizes the allocation (a 1-D x of H elements would have allocated [H, hidden]).
+            shape = tuple(describe(x, "x").shape)
+            if len(shape) != 2 or shape[1] != self.config["hidden"]:
+                raise MoejitError(f"x: shape {list(shape)} is invalid: must be [B, {self.config['hidden']}]", "x")
             torch = _torch_or_none()
             if torch is None:
                 raise MoejitError("out is required when torch is not installed (moejit allocates it with torch)",
                                   "out")
-            out = torch.empty((int(x.shape[0]), self.config["hidden"]), dtype=torch.bfloat16,
-                              device=f"cuda:{self.device}")
+            out = torch.empty((shape[0], self.config["hidden"]), dtype=torch.bfloat16, device=f"cuda:{self.device}")
         args = forward_args(self.config, self.device, self.input_bf16, x, topk_ids, topk_weights, out, x_scales)
         if stream is None:
             torch = _torch_or_none()

@@ -17,31 +17,44 @@ using namespace nb::literals;
 
 namespace {
 
+// A keyword option's value as T; a value of another type is refused naming the option (nanobind's failed cast
+// is a bare std::bad_cast, which reached Python as RuntimeError('std::bad_cast')).
+template <class T>
+T option_value(const std::string& key, nb::handle value, const char* wanted) {
+  T out{};
+  if (!nb::try_cast<T>(value, out))
+    throw moejit::Error(key, key + " = " + nb::cast<std::string>(nb::repr(value)) + " is invalid: must be " + wanted);
+  return out;
+}
+
 // Python keyword options -> LayerOptions; an unknown key is refused by name.
 moejit::LayerOptions layer_options(const nb::dict& d) {
   moejit::LayerOptions o;
   for (auto [key, value] : d) {
     const std::string k = nb::cast<std::string>(key);
+    auto as_int = [&] { return option_value<int>(k, value, "an int"); };
+    auto as_bool = [&] { return option_value<bool>(k, value, "a bool"); };
+    auto as_str = [&] { return option_value<std::string>(k, value, "a str"); };
     if (k == "path")
-      o.path = value.is_none() ? std::string() : nb::cast<std::string>(value);
+      o.path = value.is_none() ? std::string() : as_str();
     else if (k == "input_bf16")
-      o.input_bf16 = nb::cast<bool>(value);
+      o.input_bf16 = as_bool();
     else if (k == "tile_n")
-      o.tile_n = nb::cast<int>(value);
+      o.tile_n = as_int();
     else if (k == "stages")
-      o.stages = nb::cast<int>(value);
+      o.stages = as_int();
     else if (k == "ctas_per_sm")
-      o.ctas_per_sm = nb::cast<int>(value);
+      o.ctas_per_sm = as_int();
     else if (k == "schedule")
-      o.schedule = value.is_none() ? std::string() : nb::cast<std::string>(value);
+      o.schedule = value.is_none() ? std::string() : as_str();
     else if (k == "device")
-      o.device = nb::cast<int>(value);
+      o.device = as_int();
     else if (k == "check_routes_on_host")
-      o.check_routes_on_host = nb::cast<bool>(value);
+      o.check_routes_on_host = as_bool();
     else if (k == "pdl")
-      o.pdl = value.is_none() ? std::nullopt : std::optional<bool>(nb::cast<bool>(value));
+      o.pdl = value.is_none() ? std::nullopt : std::optional<bool>(as_bool());
     else if (k == "use_graphs")
-      o.use_graphs = nb::cast<bool>(value);
+      o.use_graphs = as_bool();
     else
       throw moejit::Error(k, "'" + k +
                                  "' is not a layer option: one of path, input_bf16, tile_n, stages, ctas_per_sm, "

@@ -131,6 +131,11 @@ class Plans(unittest.TestCase):
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, schedule="rounds")), "schedule")
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 16, schedule="units")), "schedule")
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, warp_speed=True)), "warp_speed")
+        # An option of the wrong type names itself (it was RuntimeError('std::bad_cast')).
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, tile_n="64")), "tile_n")
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, pdl="yes")), "pdl")
+        with self.assertRaisesRegex(moejit.MoejitError, r"stages = '4' is invalid: must be an int"):
+            moejit.plan("glm5.2", 8, stages="4")
 
 
 class Precompile(unittest.TestCase):
@@ -221,6 +226,13 @@ class Tensors(unittest.TestCase):
             workspace_pointer(np.zeros(4096, np.float32), 4096, 0)
         with self.assertRaisesRegex(moejit.MoejitError, r"workspace is on cpu"):
             workspace_pointer(np.zeros(4096, np.uint8), 4096, 0)
+        # Without `out`, x is checked before its batch sizes the allocation (no GPU needed to get there).
+        layer = moejit.MoeLayer.__new__(moejit.MoeLayer)
+        layer.config, layer.device, layer.input_bf16 = self.cfg, 0, False
+        with self.assertRaisesRegex(moejit.MoejitError, r"x: shape \[512\] is invalid: must be \[B, 512\]"):
+            layer(np.zeros(h, np.uint8), good["topk_ids"], good["topk_weights"])
+        with self.assertRaisesRegex(moejit.MoejitError, r"x is required"):
+            layer(None, good["topk_ids"], good["topk_weights"])
         # A BF16-input layer takes BF16 x and no scales.
         with self.assertRaisesRegex(moejit.MoejitError, r"x: dtype uint8 is invalid: must be bfloat16"):
             call(input_bf16=True, x_scales=None)
