@@ -45,6 +45,7 @@ namespace moejit::runtime {
   X(cuMemFree, 3020)                                   \
   X(cuMemGetInfo, 3020)                                \
   X(cuMemGetAddressRange, 3020)                        \
+  X(cuPointerGetAttribute, 4000)                       \
   X(cuIpcGetMemHandle, 4010)                           \
   X(cuIpcOpenMemHandle, 11000)                         \
   X(cuIpcCloseMemHandle, 4010)                         \

@@ -44,9 +44,11 @@ struct RankSet {
 // Every rank's `values` (the same count on each), rank-major, on every local rank.
 std::vector<double> all_gather(NcclRanks& ranks, const std::vector<std::vector<double>>& values) {
   const Watchdog guard(kSetupStepTimeout, "the results' ncclAllGather", kExitRankGone);
+  // The buffers before the abort guard: on a throw the communicator is aborted first, then they are freed (a
+  // free would wait on an all-gather stuck on a dead peer; nccl_ranks.hpp).
+  std::vector<DeviceBuffer> send, recv;
   const AbortOnThrow abort_on_throw(ranks);
   const std::size_t n = values.front().size(), R = std::size_t(ranks.ranks());
-  std::vector<DeviceBuffer> send, recv;
   const bool grouped = ranks.local().size() > 1;
   if (grouped) ranks.check(ranks.api().ncclGroupStart(), "ncclGroupStart");
   for (std::size_t i = 0; i < ranks.local().size(); ++i) {

@@ -131,14 +131,22 @@ void NcclRanks::setup_workspaces(std::int64_t bytes, PeerTable mode, std::chrono
     }
     for (NcclRank& r : local_) {
       // Without symmetric memory (NCCL_CUMEM_ENABLE=0, NCCL_WIN_ENABLE=0, no P2P between some pair) the
-      // registration succeeds with a local handle whose peers the device cannot reach: refuse it here.
-      if (!r.window)
+      // registration succeeds with a local handle whose peers the device cannot reach: refuse it here. NCCL
+      // 2.28 then returns its host-side registration record, not null, so the window must be device memory
+      // before the peer-table kernel reads it (else an illegal address takes the context down).
+      MOEJIT_CU(cuCtxSetCurrent, r.ctx);
+      CUmemorytype where = CU_MEMORYTYPE_HOST;
+      const bool on_device =
+          r.window &&
+          runtime::driver().cuPointerGetAttribute(&where, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                                  reinterpret_cast<CUdeviceptr>(r.window)) == CUDA_SUCCESS &&
+          where == CU_MEMORYTYPE_DEVICE;
+      if (!on_device)
         throw std::runtime_error(
             fmt::format("rank {}: ncclCommWindowRegister gave no window (symmetric memory is "
                         "off in this NCCL: CUDA P2P, NCCL_CUMEM_ENABLE, NCCL_WIN_ENABLE); "
                         "use --peers ipc",
                         r.rank));
-      MOEJIT_CU(cuCtxSetCurrent, r.ctx);
       runtime::init_rank_workspace_nccl(target, r.window, r.ws, bytes, r.rank, ranks_, rank_timeout, r.stream);
       // The table as the kernels will read it: every entry a device address, 256-byte aligned, this rank's its
       // own workspace and no other's.

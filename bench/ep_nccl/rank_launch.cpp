@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -28,6 +29,45 @@ double since(Clock::time_point t0) {
 std::string errno_text() {
   return std::strerror(errno);
 }
+
+// SIGTERM or SIGINT to the launcher while its ranks run (a harness's timeout, Ctrl-C): without a handler the
+// launcher died and left its ranks spinning on the GPUs, where the next run's persistent grids then could not
+// all be resident.
+volatile std::sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int signal) {
+  g_stop_signal = signal;
+}
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction stop {};
+    stop.sa_handler = on_stop_signal;
+    sigemptyset(&stop.sa_mask);
+    ::sigaction(SIGTERM, &stop, &term_);
+    ::sigaction(SIGINT, &stop, &int_);
+  }
+  ~StopSignals() { restore(); }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  // The launcher's own handlers back, then the signal it was sent, so it ends as a signalled process would.
+  void restore_and_raise() {
+    const int signal = g_stop_signal;
+    restore();
+    if (signal) ::raise(signal);
+  }
+
+ private:
+  void restore() {
+    if (restored_) return;
+    ::sigaction(SIGTERM, &term_, nullptr);
+    ::sigaction(SIGINT, &int_, nullptr);
+    restored_ = true;
+  }
+  struct sigaction term_ {
+  }, int_{};
+  bool restored_ = false;
+};
 }  // namespace
 
 void publish_id(const std::string& path, const std::vector<unsigned char>& bytes) {
@@ -99,6 +139,7 @@ std::vector<RankExit> launch_ranks(const std::vector<std::string>& argv, int ran
   if (ranks < 1 || ranks > 64)
     throw std::invalid_argument(fmt::format("launch_ranks: ranks = {} is outside [1, 64]", ranks));
   const auto t0 = Clock::now();
+  StopSignals stop_signals;
   std::vector<RankExit> exits(ranks);
   std::vector<bool> running(ranks, false);
   auto kill_running = [&](bool hung) {
@@ -151,12 +192,13 @@ std::vector<RankExit> launch_ranks(const std::vector<std::string>& argv, int ran
     const double now = since(t0);
     const bool grace_over = first_failure >= 0 && now - first_failure >= options.grace.count() / 1000.0;
     const bool deadline_over = options.deadline.count() > 0 && now >= options.deadline.count() / 1000.0;
-    if (!killed && (grace_over || deadline_over)) {
-      kill_running(true);
+    if (!killed && (grace_over || deadline_over || g_stop_signal)) {
+      kill_running(!g_stop_signal);
       killed = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  stop_signals.restore_and_raise();
   return exits;
 }
 

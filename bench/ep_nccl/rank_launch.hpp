@@ -41,7 +41,8 @@ struct LaunchOptions {
 
 // Starts `ranks` processes of `argv` (argv[0] a path), rank r's with "--rank r" appended, and waits for all of
 // them. `on_exit` sees each as it ends. Returns them by rank. Throws std::runtime_error if a process cannot be
-// started (the ones already started are killed first).
+// started (the ones already started are killed first). SIGTERM or SIGINT to the launcher kills the ranks, reaps
+// them, and then ends the launcher by that signal (its handlers restored).
 std::vector<RankExit> launch_ranks(const std::vector<std::string>& argv, int ranks, const LaunchOptions& options,
                                    const std::function<void(const RankExit&)>& on_exit = {});
 

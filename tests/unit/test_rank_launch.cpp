@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -91,6 +93,42 @@ TEST_CASE("the deadline kills every rank still running") {
                        doctest::Contains("cannot start rank 0 (/nonexistent/moejit_ep_nccl)"), std::runtime_error);
   CHECK_THROWS_WITH_AS(bench::launch_ranks(shell("true"), 0, o), doctest::Contains("ranks = 0 is outside [1, 64]"),
                        std::invalid_argument);
+}
+
+TEST_CASE("SIGTERM to the launcher kills its ranks, then ends the launcher by SIGTERM") {
+  const std::filesystem::path dir = scratch_dir();
+  const pid_t launcher = fork();
+  REQUIRE(launcher >= 0);
+  if (launcher == 0) {
+    std::signal(SIGTERM, SIG_DFL);  // as a launcher has it (doctest's crash handler is the test's own)
+    bench::launch_ranks(shell("echo $$ > " + dir.string() + "/pid$2.tmp && mv " + dir.string() + "/pid$2.tmp " +
+                              dir.string() + "/pid$2; exec sleep 100"),
+                        2, {});
+    _exit(7);  // only if SIGTERM did not end the launcher
+  }
+  auto rank_pid = [&](int r) {
+    std::FILE* f = std::fopen((dir / ("pid" + std::to_string(r))).c_str(), "r");
+    if (!f) return pid_t(0);
+    int pid = 0;
+    const bool read = std::fscanf(f, "%d", &pid) == 1;
+    std::fclose(f);
+    return read ? pid_t(pid) : pid_t(0);
+  };
+  for (int i = 0; i < 500 && (!rank_pid(0) || !rank_pid(1)); ++i) std::this_thread::sleep_for(10ms);
+  const pid_t r0 = rank_pid(0), r1 = rank_pid(1);
+  REQUIRE(r0 > 0);
+  REQUIRE(r1 > 0);
+  REQUIRE(::kill(launcher, SIGTERM) == 0);
+  int status = 0;
+  for (int i = 0; i < 500 && waitpid(launcher, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  // The ranks were killed and reaped by the launcher: their pids are gone.
+  CHECK((::kill(r0, 0) == -1 && errno == ESRCH));
+  CHECK((::kill(r1, 0) == -1 && errno == ESRCH));
+  if (::kill(r0, 0) == 0) ::kill(r0, SIGKILL);  // never leave a sleeper behind a failed check
+  if (::kill(r1, 0) == 0) ::kill(r1, SIGKILL);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the unique-id file: published whole, awaited with a timeout, another size refused") {
