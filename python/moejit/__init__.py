@@ -66,12 +66,14 @@ def pack_weights(config: ConfigLike, w1: Any, s1: Any, w2: Any, s2: Any, target:
     """Pack checkpoint MXFP4 weights (host arrays) into the layer's own layout, offline; needs no GPU.
 
     Returns ``{"w1": bytes, "w2": bytes, "top_scale_code": int, "atom": str,
-    "subnormal_weight_scales": bool}`` (whether a code-0 scale block holds a nonzero value);
-    upload ``w1``/``w2`` (e.g. ``torch.frombuffer(...).cuda()``) and build the layer
-    with ``MoeLayer.from_packed``: the GPU never holds the checkpoint beside them.
+    "subnormal_weight_scales": bool, "config": str}`` (whether a code-0 scale block holds a nonzero value; the
+    configuration they were packed for, as JSON); upload ``w1``/``w2`` (e.g. ``torch.frombuffer(...).cuda()``)
+    and build the layer with ``MoeLayer.from_packed``: the GPU never holds the checkpoint beside them.
     """
     arrays = [_host_bytes(t, n) for t, n in ((w1, "w1"), (s1, "s1"), (w2, "w2"), (s2, "s2"))]
-    return _moejit.pack_weights(config_json(config), *arrays, options, target)
+    packed = _moejit.pack_weights(config_json(config), *arrays, options, target)
+    packed["config"] = config_json(config)  # from_packed refuses them for another configuration
+    return packed
 
 
 def _batches(batches: Union[int, str, Iterable[int]]) -> list:

@@ -12,6 +12,9 @@ from ._tensors import check_device, describe, pointers
 from .errors import MoejitError
 
 _U8 = ("uint8",)
+# What a packed layout depends on: the experts' count (the rank's, with ranks) and shapes, the gate/up row order
+# and the recipe. Not the name, the batch capacity, the biases (arrays of their own) or the activation's constants.
+_PACKED_LAYOUT_KEYS = ("experts", "ranks", "hidden", "intermediate", "shared_expert", "gate_up", "recipe")
 _E4M3 = ("float8_e4m3fn", "uint8")  # E4M3 values, or their raw bytes
 
 
@@ -102,6 +105,13 @@ class MoeLayer:
         The layer reads them in place (keep them alive) and holds no second copy."""
         self = cls.__new__(cls)
         self._setup(config, w1, options)
+        if "config" in packed:  # packed by this version: their layout is that configuration's
+            packed_for = json.loads(packed["config"])
+            differ = [k for k in _PACKED_LAYOUT_KEYS if packed_for.get(k) != self.config.get(k)]
+            if differ:
+                shown = ", ".join(f"{k} {packed_for.get(k)!r} (the layer's: {self.config.get(k)!r})" for k in differ)
+                raise MoejitError(f"packed: packed for another configuration: {shown}; the kernels would read "
+                                  "past or misread them", "packed")
         ptrs = pointers([("w1", w1, (len(packed["w1"]),), _U8), ("w2", w2, (len(packed["w2"]),), _U8)], self.device)
         b = self._biases(b1, b2)
         with self._on_device():

@@ -175,17 +175,26 @@ NB_MODULE(_moejit, m) {
           "__init__",
           [](moejit::Layer* self, const std::string& config, std::uint64_t w1, std::uint64_t s1, std::uint64_t w2,
              std::uint64_t s2, std::uint64_t b1, std::uint64_t b2, const nb::dict& options) {
-            new (self) moejit::Layer(config_of(config), {w1, s1, w2, s2, b1, b2}, layer_options(options));
+            const moejit::Config c = config_of(config);
+            const moejit::LayerOptions o = layer_options(options);
+            // Seconds of compiles and a device sync: the other Python threads (a server's) run meanwhile.
+            nb::gil_scoped_release nogil;
+            new (self) moejit::Layer(c, {w1, s1, w2, s2, b1, b2}, o);
           },
           "config"_a, "w1"_a, "s1"_a, "w2"_a, "s2"_a, "b1"_a, "b2"_a, "options"_a)
       .def_static(
           "from_packed",
           [](const std::string& config, std::uint64_t w1, std::uint64_t w2, int top_scale_code, const std::string& atom,
              std::uint64_t b1, std::uint64_t b2, const nb::dict& options, bool subnormal_weight_scales) {
-            return moejit::Layer(
-                config_of(config),
-                moejit::PackedWeightsDevice{w1, w2, top_scale_code, atom, b1, b2, subnormal_weight_scales},
-                layer_options(options));
+            const moejit::Config c = config_of(config);
+            const moejit::LayerOptions o = layer_options(options);
+            std::optional<moejit::Layer> layer;
+            {
+              nb::gil_scoped_release nogil;
+              layer.emplace(
+                  c, moejit::PackedWeightsDevice{w1, w2, top_scale_code, atom, b1, b2, subnormal_weight_scales}, o);
+            }
+            return std::move(*layer);
           },
           "config"_a, "w1"_a, "w2"_a, "top_scale_code"_a, "atom"_a, "b1"_a, "b2"_a, "options"_a,
           "subnormal_weight_scales"_a = true)
@@ -203,12 +212,16 @@ NB_MODULE(_moejit, m) {
             a.y = y;
             a.tokens = tokens;
             a.workspace = workspace;
+            // A first forward of a batch size compiles; a host route check syncs: neither holds the GIL.
+            nb::gil_scoped_release nogil;
             layer.forward(a, reinterpret_cast<void*>(stream));
           },
           "x_q"_a, "x_scales"_a, "x_bf16"_a, "topk_ids"_a, "topk_weights"_a, "y"_a, "tokens"_a, "workspace"_a,
           "stream"_a)
       .def("plan_json", [](const moejit::Layer& layer, int tokens) { return layer.plan(tokens).json; })
       .def_prop_ro("workspace_bytes", &moejit::Layer::workspace_bytes)
-      .def("release_stream",
-           [](moejit::Layer& layer, std::uintptr_t stream) { layer.release_stream(reinterpret_cast<void*>(stream)); });
+      .def("release_stream", [](moejit::Layer& layer, std::uintptr_t stream) {
+        nb::gil_scoped_release nogil;  // it waits for the stream
+        layer.release_stream(reinterpret_cast<void*>(stream));
+      });
 }

@@ -269,6 +269,11 @@ class Packing(unittest.TestCase):
         # A layer over packed weights takes them on the GPU only.
         with self.assertRaisesRegex(moejit.MoejitError, r"w1 is on cpu"):
             moejit.MoeLayer.from_packed(SMALL, p, np.frombuffer(p["w1"], np.uint8), np.frombuffer(p["w2"], np.uint8))
+        # ... and for the configuration they were packed for: twice the experts would read past them.
+        host = (np.frombuffer(p["w1"], np.uint8), np.frombuffer(p["w2"], np.uint8))
+        with self.assertRaisesRegex(moejit.MoejitError, r"packed: packed for another configuration: experts 8 "
+                                                        r"\(the layer's: 16\)"):
+            moejit.MoeLayer.from_packed({**SMALL, "experts": 16}, p, *host)
 
 
 class Version(unittest.TestCase):
