@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # s19a (one H200, ~500 s): (1) each role's share of the layer's graph time (moejit_bench_moe --leave-out, main
-# 8bf3127 = 1714a81's kernels), both models; (2) the unit schedule finalizing in its compute grid
+# .device/COMMIT: main, 1714a81's kernels), both models; (2) the unit schedule finalizing in its compute grid
 # (2026-12-05/s18-fused-unit-finalize.patch, .device/fused): checked, then ABBA against main at B = 1, 2.
 set -uo pipefail
 export PATH=$PWD/.device/bin:$PATH MOEJIT_CACHE_DIR=/tmp/moejit-cache
 D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-F=$PWD/.device/fused; FC=$(paste -sd' ' $F/COMMIT); C=8bf3127
+F=$PWD/.device/fused; FC=$(paste -sd' ' $F/COMMIT); C=$(cat .device/COMMIT)
 hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $1  device: $D"; shift; echo "# command: $*"; }
 for m in glm5.2 dsv4.1-flash; do
   { hdr "$C (kernels of 1714a81)" moejit_bench_moe --model $m --batches 1,2,4,8,256 --leave-out dispatch,finalize

@@ -4,7 +4,7 @@
 set -uo pipefail
 export PATH=$PWD/.device/bin:$PATH MOEJIT_CACHE_DIR=/tmp/moejit-cache
 D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-E=$PWD/.device/early; EC=$(paste -sd' ' $E/COMMIT); C=8bf3127
+E=$PWD/.device/early; EC=$(paste -sd' ' $E/COMMIT); C=$(cat .device/COMMIT)
 hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $1  device: $D"; shift; echo "# command: $*"; }
 {
 for a in "--model glm5.2 --batch 1" "--model dsv4.1-flash --batch 2" "--model glm5.2 --batch 8" "--model dsv4.1-flash --batch 64" \
