@@ -26,7 +26,9 @@ int cmd_run(int argc, char** argv) {
   std::vector<OptionSpec> options = {
       {"model", true, "built-in model: glm5.2 (default), dsv4.1-flash, gpt-oss-120b or gpt-oss-20b", "M"},
       {"batch", true, "tokens B in this forward, 1..256 (default 8)", "B"},
-      {"target", true, "target to compile for (default: the GPU's, else sm_90a); one of sm_90a, sm_100a, sm_120a", "T"},
+      {"target", true,
+       "target to compile for (default: the GPU's, else sm_90a); sm_90a or sm_120a (the targets with a device profile)",
+       "T"},
       {"seed", true, "random seed for weights and inputs (default: fresh each run)", "S"},
       {"help", false, "this text"},
   };
@@ -41,7 +43,7 @@ int cmd_run(int argc, char** argv) {
         "error against the CPU references (quantized: cosine >= 0.99999 on every path,\n"
         "docs/numerics.md; unquantized: >= 0.97).\n"
         "Without a GPU the launch is skipped. The plan it prints is what launches (the same as\n"
-        "`moejit plan --device <profile> --batch B`).\n\noptions:\n{}",
+        "`moejit plan --model M --ranks 1 --device <profile> --batch B`).\n\noptions:\n{}",
         format_options(options));
     return 0;
   }

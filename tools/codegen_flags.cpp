@@ -31,7 +31,8 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"schedule", true,
        "the compute role's schedule: stream (each phase's K128 steps split evenly over the CTAs) or units "
        "(small B, the fast path on one GPU: whole (expert, 128 intermediate columns) units, no CTA waits for "
-       "another; finalize adds their partial rows); default: planned (units at B = 1 on sm_90a's fast path)",
+       "another; finalize adds their partial rows); default: planned (units at B = 1, and at B = 2 where whole units "
+       "balance the grid, on sm_90a's fast path)",
        "S"},
       {"activation-warps", true,
        "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "

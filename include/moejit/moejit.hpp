@@ -69,7 +69,7 @@ struct Config {
   bool batched_routes = true;
 };
 
-MOEJIT_API std::vector<std::string> builtin_models();  // "glm5.2", "dsv4.1-flash"
+MOEJIT_API std::vector<std::string> builtin_models();  // "glm5.2", "dsv4.1-flash", "gpt-oss-120b", "gpt-oss-20b"
 MOEJIT_API Config builtin_config(std::string_view model);
 MOEJIT_API Config config_from_json(std::string_view json);
 MOEJIT_API Config config_from_file(const std::string& path);
