@@ -26,6 +26,10 @@ ToolchainVersion probe_toolchain() {
   static const std::regex build(R"(Compiler Build ID: (\S+))");
   if (std::regex_search(ptx, m, release)) v.nvrtc_release = m[1].str();
   if (std::regex_search(ptx, m, build)) v.nvrtc_build = m[1].str();
+  // nvJitLink reports only major.minor too; the cubin's toolkit note names its ptxas's release.
+  const std::vector<char> cubin = assemble_cubin(ptx, Target{Arch::sm_90a}, "moejit_identity_probe.ptx").cubin;
+  const std::string bytes(cubin.begin(), cubin.end());
+  if (std::regex_search(bytes, m, release)) v.nvjitlink_release = m[1].str();
   return v;
 }
 }  // namespace
@@ -43,7 +47,8 @@ void to_json(nlohmann::json& j, const ToolchainVersion& v) {
   j = {{"nvrtc", {v.nvrtc_major, v.nvrtc_minor}},
        {"nvjitlink", {v.nvjitlink_major, v.nvjitlink_minor}},
        {"nvrtc_release", v.nvrtc_release},
-       {"nvrtc_build", v.nvrtc_build}};
+       {"nvrtc_build", v.nvrtc_build},
+       {"nvjitlink_release", v.nvjitlink_release}};
 }
 
 void from_json(const nlohmann::json& j, ToolchainVersion& v) {
@@ -53,6 +58,7 @@ void from_json(const nlohmann::json& j, ToolchainVersion& v) {
   v.nvjitlink_minor = j.at("nvjitlink").at(1).get<int>();
   v.nvrtc_release = j.at("nvrtc_release").get<std::string>();
   v.nvrtc_build = j.at("nvrtc_build").get<std::string>();
+  v.nvjitlink_release = j.value("nvjitlink_release", std::string());  // absent from entries before 2026-12-05
 }
 
 void to_json(nlohmann::json& j, const CompilerIdentity& id) {

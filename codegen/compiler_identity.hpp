@@ -18,6 +18,9 @@ struct ToolchainVersion {
   // and "CL-36424714". Major.minor alone would miss a patch release.
   std::string nvrtc_release;
   std::string nvrtc_build;
+  // The same of the ptxas inside nvJitLink, from the note it writes into a cubin: nvJitLink is a library of its
+  // own (a wheel or LD_LIBRARY_PATH can bring another patch release beside the same NVRTC), and it makes the SASS.
+  std::string nvjitlink_release;
 
   friend bool operator==(const ToolchainVersion&, const ToolchainVersion&) = default;
 };

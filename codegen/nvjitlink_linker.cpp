@@ -44,8 +44,9 @@ CubinResult assemble_cubin(const std::string& ptx, Target target, const std::str
 
   Linker link;
   nvJitLinkResult r = nvJitLinkCreate(&link.handle, static_cast<uint32_t>(argv.size()), argv.data());
-  if (r != NVJITLINK_SUCCESS)
-    throw CompileError(fmt::format("nvJitLinkCreate for {} failed (code {})", target.name(), int(r)));
+  if (r != NVJITLINK_SUCCESS)  // the handle, when nvJitLink made one, holds why (an unknown -arch, an option)
+    throw CompileError(fmt::format("nvJitLinkCreate for {} failed (code {}){}", target.name(), int(r),
+                                   link.handle ? ":\n" + link.error_log() : std::string()));
   r = nvJitLinkAddData(link.handle, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), name.c_str());
   if (r == NVJITLINK_SUCCESS) r = nvJitLinkComplete(link.handle);
   if (r != NVJITLINK_SUCCESS)
@@ -56,7 +57,8 @@ CubinResult assemble_cubin(const std::string& ptx, Target target, const std::str
   if (nvJitLinkGetLinkedCubinSize(link.handle, &size) != NVJITLINK_SUCCESS || size == 0)
     throw CompileError(fmt::format("nvJitLink produced no cubin for {}", name));
   out.cubin.resize(size);
-  nvJitLinkGetLinkedCubin(link.handle, out.cubin.data());
+  if (nvJitLinkGetLinkedCubin(link.handle, out.cubin.data()) != NVJITLINK_SUCCESS)
+    throw CompileError(fmt::format("nvJitLink could not copy out the cubin of {}", name));
   out.info_log = link.info_log();
   out.resources = parse_resource_report(out.info_log);
   out.millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -29,7 +29,7 @@ int cmd_doctor(int argc, char** argv) {
   const auto& tc = codegen::toolchain_version();
   fmt::print("moejit      {}\n", MOEJIT_VERSION);
   fmt::print("NVRTC       {}.{} ({}, {})\n", tc.nvrtc_major, tc.nvrtc_minor, tc.nvrtc_release, tc.nvrtc_build);
-  fmt::print("nvJitLink   {}.{}\n", tc.nvjitlink_major, tc.nvjitlink_minor);
+  fmt::print("nvJitLink   {}.{} ({})\n", tc.nvjitlink_major, tc.nvjitlink_minor, tc.nvjitlink_release);
 
   std::string targets;
   for (codegen::Target t : codegen::all_targets()) {

@@ -32,7 +32,7 @@ void print_version() {
   const auto& tc = moejit::codegen::toolchain_version();
   fmt::print("moejit {}\n", MOEJIT_VERSION);
   fmt::print("NVRTC {}.{} ({}, {})\n", tc.nvrtc_major, tc.nvrtc_minor, tc.nvrtc_release, tc.nvrtc_build);
-  fmt::print("nvJitLink {}.{}\n", tc.nvjitlink_major, tc.nvjitlink_minor);
+  fmt::print("nvJitLink {}.{} ({})\n", tc.nvjitlink_major, tc.nvjitlink_minor, tc.nvjitlink_release);
   fmt::print("identity {}\n", nlohmann::json(tc).dump());
 }
 }  // namespace

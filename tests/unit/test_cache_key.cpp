@@ -91,13 +91,14 @@ TEST_CASE("kernel keys: equal specs key equally, every input change rekeys") {
   }
   SUBCASE("each field of the compiler identity") {
     const codegen::CompilerIdentity id = codegen::compiler_identity(spec.target);
-    std::vector<codegen::CompilerIdentity> variants(6, id);
+    std::vector<codegen::CompilerIdentity> variants(7, id);
     variants[0].toolchain.nvrtc_minor += 1;
     variants[1].toolchain.nvjitlink_minor += 1;
     variants[2].toolchain.nvrtc_release += "-patch";
     variants[3].toolchain.nvrtc_build += "1";
     variants[4].nvrtc_options.push_back("-G");
     variants[5].nvjitlink_options.push_back("-lineinfo");
+    variants[6].toolchain.nvjitlink_release += "-patch";
     for (const codegen::CompilerIdentity& v : variants) {
       cache::KeyInputs in = jit::key_inputs(spec);
       in.identity_json = nlohmann::json(v).dump();
