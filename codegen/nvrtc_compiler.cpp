@@ -4,6 +4,7 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <filesystem>
 
 namespace moejit::codegen {
 namespace {
@@ -36,6 +37,24 @@ std::vector<std::string> nvrtc_options(Target) {
   return {"-std=c++20", "-default-device", "--ftz=false", "--prec-div=true", "-DNDEBUG", "-lineinfo"};
 }
 
+namespace {
+// With -lineinfo NVRTC names the program and its in-memory headers in `.file` directives as paths under the
+// working directory: the same key's PTX (and cubin) differed by where it was built, and an exported bundle
+// carried the builder's folders. They become /moejit/<name>.
+std::string without_working_directory(std::string ptx) {
+  std::error_code ec;
+  const std::string cwd = std::filesystem::current_path(ec).string();
+  if (ec || cwd.empty()) return ptx;
+  const std::string from = "\"" + cwd + (cwd.back() == '/' ? "" : "/"), to = "\"/moejit/";
+  for (std::size_t at = ptx.find("\t.file\t"); at != std::string::npos; at = ptx.find("\t.file\t", at + 1)) {
+    const std::size_t line_end = ptx.find('\n', at);
+    const std::size_t quote = ptx.find(from, at);
+    if (quote != std::string::npos && quote < line_end) ptx.replace(quote, from.size(), to);
+  }
+  return ptx;
+}
+}  // namespace
+
 PtxResult compile_to_ptx(const EmittedSource& source, Target target) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<const char*> header_text, header_names;
@@ -63,6 +82,7 @@ PtxResult compile_to_ptx(const EmittedSource& source, Target target) {
   out.ptx.resize(size);
   check(nvrtcGetPTX(prog.handle, out.ptx.data()), "nvrtcGetPTX");
   if (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
+  out.ptx = without_working_directory(std::move(out.ptx));
   out.millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

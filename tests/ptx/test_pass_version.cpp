@@ -2,6 +2,7 @@
 // .version directive, and the result assembles.
 #include <doctest/doctest.h>
 
+#include "codegen/compiler_identity.hpp"
 #include "codegen/nvjitlink_linker.hpp"
 #include "ptx_passes/pipeline.hpp"
 #include "ptx_passes/unified_diff.hpp"
@@ -118,5 +119,11 @@ TEST_CASE("PTX ISA versions: parsing, order and the toolchain table") {
   CHECK(ptx::ptx_isa_for_cuda(13, 0) == PtxVersion{9, 0});
   CHECK(ptx::ptx_isa_for_cuda(12, 8) == PtxVersion{8, 7});
   CHECK(ptx::ptx_isa_for_cuda(12, 6) == PtxVersion{8, 5});
+  CHECK(ptx::ptx_isa_for_cuda(13, 1) == PtxVersion{9, 1});
   CHECK(!ptx::ptx_isa_for_cuda(99, 0));
+  // The nvJitLink this build loads has a row: without one the version pass would cap nothing, silently.
+  const codegen::ToolchainVersion& tc = codegen::toolchain_version();
+  CHECK_MESSAGE(ptx::ptx_isa_for_cuda(tc.nvjitlink_major, tc.nvjitlink_minor).has_value(),
+                "no PTX ISA row for nvJitLink ", tc.nvjitlink_major, ".", tc.nvjitlink_minor,
+                " (ptx_passes/ptx_isa.cpp)");
 }

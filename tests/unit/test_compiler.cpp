@@ -1,9 +1,11 @@
 // The compile pipeline without a GPU: emit -> NVRTC -> nvJitLink for every target.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "codegen/compiler_identity.hpp"
+#include "codegen/emit.hpp"
 #include "codegen/nvjitlink_linker.hpp"
 #include "codegen/nvrtc_compiler.hpp"
 #include "codegen/smoke_kernel.hpp"
@@ -32,6 +34,23 @@ TEST_CASE("smoke kernel compiles to PTX and cubin for every target, with a sane 
   }
 }
 
+TEST_CASE("the PTX of a kernel is the same from any working directory, and names none") {
+  // With -lineinfo NVRTC wrote <cwd>/<name> into .file: the same cache key's bytes differed by where they were
+  // built, and exported bundles carried the builder's folders.
+  const codegen::EmittedSource src = codegen::emit_source(codegen::smoke_kernel_spec(codegen::Target{}));
+  const std::filesystem::path here = std::filesystem::current_path();
+  std::string ptx[2];
+  const std::filesystem::path dirs[2] = {std::filesystem::temp_directory_path(), "/"};
+  for (int i = 0; i < 2; ++i) {
+    std::filesystem::current_path(dirs[i]);
+    ptx[i] = codegen::compile_to_ptx(src, codegen::Target{}).ptx;
+  }
+  std::filesystem::current_path(here);
+  CHECK(ptx[0] == ptx[1]);
+  CHECK(ptx[0].find(".file\t1 \"/moejit/moejit_smoke_mxfp4_dequant.cu\"") != std::string::npos);
+  CHECK(ptx[0].find(dirs[0].string() + "/") == std::string::npos);
+}
+
 TEST_CASE("NVRTC errors carry the program log") {
   codegen::EmittedSource bad{"bad.cu", "extern \"C\" __global__ void k() { undefined_symbol(); }\n", {}};
   CHECK_THROWS_WITH_AS(codegen::compile_to_ptx(bad, codegen::Target{}), doctest::Contains("undefined_symbol"),
@@ -40,7 +59,9 @@ TEST_CASE("NVRTC errors carry the program log") {
 
 TEST_CASE("nvJitLink errors carry its error log") {
   const std::string ptx = ".version 9.0\n.target sm_90a\n.address_size 64\n.visible .entry k() { bogus.instr; }\n";
-  CHECK_THROWS_AS(codegen::assemble_cubin(ptx, codegen::Target{}), codegen::CompileError);
+  CHECK_THROWS_WITH_AS(codegen::assemble_cubin(ptx, codegen::Target{}),
+                       doctest::Contains("ptx input, line 4; error   : Unknown modifier '.instr'"),
+                       codegen::CompileError);
 }
 
 TEST_CASE("the compiler identity names the exact toolchain and round-trips through JSON") {
@@ -49,6 +70,7 @@ TEST_CASE("the compiler identity names the exact toolchain and round-trips throu
   CHECK(id.toolchain.nvjitlink_major >= 12);
   CHECK(id.toolchain.nvrtc_release.rfind("release ", 0) == 0);
   CHECK(id.toolchain.nvrtc_build.rfind("CL-", 0) == 0);
+  CHECK(id.toolchain.nvjitlink_release.rfind("release ", 0) == 0);  // the ptxas inside nvJitLink
   const nlohmann::json j = id;
   CHECK(j.at("target") == "sm_120a");
   CHECK(j.get<codegen::CompilerIdentity>() == id);
