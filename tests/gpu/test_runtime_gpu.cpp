@@ -7,6 +7,7 @@
 
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "codegen/sm_probe_kernel.hpp"
@@ -167,6 +168,43 @@ TEST_CASE("a layer refuses a GPU the machine lacks, and host route checks read t
   CHECK(cosine_vs_reference(w, p, in, y) >= 0.99999);
   layer.release_stream(router);
   runtime::driver().cuStreamDestroy(router);
+}
+
+TEST_CASE("a forward from a thread with no current context runs in the layer's") {
+  // A fresh thread (a server's worker) has no CUDA context: its first forward on a stream allocates the
+  // stream's workspace and loads the kernels, which must happen in the layer's context (MoeLayer's
+  // LayerContextScope), and the thread's own state is left as it was.
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = gpu_test::small_config("fresh-thread", 32, 4, 1024, 512);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() + 9);
+  runtime::MoeLayer layer(config, w.device());
+  const int B = 8;
+  const oracle::RandomInputs in = oracle::random_inputs(p, B, oracle::RoutingKind::uniform, gpu_test::seed() + 10);
+  DeviceInputs dev(p, B);
+  CUstream stream = nullptr;
+  MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
+  dev.upload(in, stream);
+  MOEJIT_CU(cuMemsetD8Async, dev.y.ptr(), 0xFF, dev.y.bytes(), stream);
+  MOEJIT_CU(cuStreamSynchronize, stream);
+  std::string error;
+  CUcontext after = reinterpret_cast<CUcontext>(1);
+  std::thread worker([&] {
+    try {
+      layer.forward(dev.args(B), stream);
+      runtime::driver().cuCtxGetCurrent(&after);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  worker.join();
+  CHECK(error.empty());
+  CHECK(after == nullptr);  // the worker's (empty) current context restored
+  const std::vector<std::uint16_t> y = download_sync(dev.y, stream);
+  CHECK(bad_elements(y) == 0);
+  CHECK(cosine_vs_reference(w, p, in, y) >= 0.99999);
+  layer.release_stream(stream);
+  runtime::driver().cuStreamDestroy(stream);
 }
 
 TEST_CASE("a forward of B launches B's plan, whichever batch size ran first") {

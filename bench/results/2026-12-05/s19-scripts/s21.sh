@@ -3,14 +3,14 @@
 # against 75c91f4's bench (.device/old, built from 75c91f4 unchanged; its only path was the exact one), every B
 # of both shapes, in the order old, exact, fast, exact, old, fast; the two fast runs are acceptance 1's two
 # tables. Main = .device/bin (.device/COMMIT's binaries; the kernels of main since 1714a81, SASS-identical).
-# First, the GPU case that commit added (a device ordinal the machine lacks; host route checks on a non-blocking
-# stream).
+# First, the GPU cases that commit added (a device ordinal the machine lacks; host route checks on a non-blocking
+# stream; a forward from a thread without a context).
 set -uo pipefail
 export PATH=$PWD/.device/bin:$PATH MOEJIT_CACHE_DIR=/tmp/moejit-cache
 D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 C=$(cat .device/COMMIT); O=$PWD/.device/old/moejit_bench_moe
 hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $1  device: $D"; shift; echo "# command: $*"; }
-{ T="a layer refuses a GPU*"; hdr "$C" moejit_gpu_tests -tc="$T"; timeout 120 moejit_gpu_tests -tc="$T"; echo "rc $?"; } \
+{ T="a layer refuses a GPU*,a forward from a thread*"; hdr "$C" moejit_gpu_tests -tc="$T"; timeout 120 moejit_gpu_tests -tc="$T"; echo "rc $?"; } \
   > $OUT/s21-0-gpu-case.log 2>&1
 echo "gpu case at ${SECONDS}s: $(tail -1 $OUT/s21-0-gpu-case.log) $(grep 'test cases:' $OUT/s21-0-gpu-case.log)"
 i=0
