@@ -2,8 +2,8 @@
 // GPU as engines run it (or one process for all: --single-process).
 //
 //   moejit_ep_nccl check --launch 2     every routing of both models against the one-GPU layer
-//   moejit_ep_nccl bench --launch 2     EP against all-gather + layer + reduce-scatter
-//   moejit_ep_nccl soak --launch 2 --die-rank 1 --die-after 20
+//   moejit_ep_nccl bench --launch 2     EP against all-to-all + layer + all-to-all (and all-gather + layer +
+//   reduce-scatter) moejit_ep_nccl soak --launch 2 --die-rank 1 --die-after 20
 //                                       a rank killed mid-run: the survivor reports it and exits 3
 #include <fmt/format.h>
 #include <signal.h>
@@ -60,8 +60,9 @@ constexpr const char* kUsage =
     "  check   every B and routing (the operator's four, an idle last rank, all-remote tokens) against the\n"
     "          one-GPU layer of all experts on the same global inputs (cosine >= 0.99999, no NaN/Inf/unwritten),\n"
     "          and the uniform routing's forward captured in a CUDA graph, replayed --replays times, bitwise equal\n"
-    "  bench   per-rank B: the slowest rank's median forward beside NCCL all-gather + the one-GPU layer of the\n"
-    "          rank's experts + reduce-scatter, the HBM floor, and the bytes between GPUs and their GB/s\n"
+    "  bench   per-rank B: the slowest rank's median forward beside NCCL all-to-all + the one-GPU layer of the\n"
+    "          rank's experts + all-to-all (NCCL 2.28+) and all-gather + layer + reduce-scatter, the HBM floor,\n"
+    "          and the bytes between GPUs and their GB/s\n"
     "  soak    --forwards forwards of the first model and batch; with --die-rank, that rank kills itself\n"
     "          (SIGKILL) with a forward in flight, and the others must report it and exit 3 (--launch then\n"
     "          exits 0 if they all did: the kill test passed)\n"

@@ -36,6 +36,7 @@ Loaded load(const std::string& path) {
   }
   MOEJIT_NCCL_FUNCTIONS(MOEJIT_NCCL_RESOLVE)
 #undef MOEJIT_NCCL_RESOLVE
+  l.api.ncclAlltoAll = reinterpret_cast<decltype(l.api.ncclAlltoAll)>(dlsym(lib, "ncclAlltoAll"));  // optional
   if (l.api.ncclGetVersion(&l.api.version) != ncclSuccess) {
     l.why = path + ": ncclGetVersion failed";
     return l;

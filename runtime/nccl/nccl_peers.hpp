@@ -46,6 +46,8 @@ struct NcclApi {
 #define MOEJIT_NCCL_MEMBER(name) decltype(&::name) name = nullptr;
   MOEJIT_NCCL_FUNCTIONS(MOEJIT_NCCL_MEMBER)
 #undef MOEJIT_NCCL_MEMBER
+  // NCCL 2.28 and later; null before (moejit_ep_nccl bench's all-to-all baseline then does not run).
+  decltype(&::ncclAlltoAll) ncclAlltoAll = nullptr;
   int version = 0;  // the library's ncclGetVersion (major * 10000 + minor * 100 + patch)
   // Whether the peer-table kernel can read this library's windows: the same major.minor as the headers it was
   // built with (k_nccl_built_version). Without it a deployment fills the table itself (init_rank_header).

@@ -18,6 +18,7 @@
 
 #include "bench/ep_nccl/nvlink_counters.hpp"
 #include "bench/ep_nccl/rank_launch.hpp"
+#include "bench/ep_nccl/rank_sum.hpp"
 
 using namespace moejit;
 using namespace std::chrono_literals;
@@ -129,6 +130,15 @@ TEST_CASE("SIGTERM to the launcher kills its ranks, then ends the launcher by SI
   if (::kill(r0, 0) == 0) ::kill(r0, SIGKILL);  // never leave a sleeper behind a failed check
   if (::kill(r1, 0) == 0) ::kill(r1, SIGKILL);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the all-to-all baseline's rank sum builds for the GPUs the bench runs on") {
+  // Compiled at the bench's start on the 2-GPU machine: a compile error there would cost that lease's call.
+  for (const codegen::Arch arch : {codegen::Arch::sm_90a, codegen::Arch::sm_120a}) {
+    const std::vector<char> cubin = bench::rank_sum_cubin(codegen::Target{arch});
+    REQUIRE(cubin.size() > 4);
+    CHECK(std::string(cubin.data() + 1, 3) == "ELF");
+  }
 }
 
 TEST_CASE("the unique-id file: published whole, awaited with a timeout, another size refused") {
