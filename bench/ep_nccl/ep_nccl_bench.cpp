@@ -208,6 +208,15 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
         }
         ranks.check(ranks.api().ncclGroupEnd(), "ncclGroupEnd");
       };
+      // Both baselines' middle: the one-GPU layer of each rank's experts over every rank's tokens (x_all).
+      auto base_layer = [&](int si) {
+        for (std::size_t i = 0; i < local.size(); ++i) {
+          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
+          const RankSet& s = sets[i][si];
+          base[i]->forward({x_all[i].ptr(), xs_all[i].ptr(), 0, s.base_ids.ptr(), s.base_w.ptr(), y_part[i].ptr(), T},
+                           local[i].stream);
+        }
+      };
       auto base_forward = [&](int si) {
         for (std::size_t i = 0; i < local.size(); ++i) {
           MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
@@ -224,12 +233,7 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
                                         B * H / 32, ncclUint8, local[i].comm, local[i].stream),
               "ncclAllGather (x scales)");
         });
-        for (std::size_t i = 0; i < local.size(); ++i) {
-          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
-          const RankSet& s = sets[i][si];
-          base[i]->forward({x_all[i].ptr(), xs_all[i].ptr(), 0, s.base_ids.ptr(), s.base_w.ptr(), y_part[i].ptr(), T},
-                           local[i].stream);
-        }
+        base_layer(si);
         collective([&](std::size_t i) {
           ranks.check(ranks.api().ncclReduceScatter(reinterpret_cast<void*>(y_part[i].ptr()),
                                                     reinterpret_cast<void*>(y[i].ptr()), B * H, ncclBfloat16, ncclSum,
@@ -263,12 +267,7 @@ int run_bench(NcclRanks& ranks, const EpNcclOptions& o) {
                                                ncclUint8, local[i].comm, local[i].stream),
                       "ncclAlltoAll (x scales)");
         });
-        for (std::size_t i = 0; i < local.size(); ++i) {
-          MOEJIT_CU(cuCtxSetCurrent, local[i].ctx);
-          const RankSet& s = sets[i][si];
-          base[i]->forward({x_all[i].ptr(), xs_all[i].ptr(), 0, s.base_ids.ptr(), s.base_w.ptr(), y_part[i].ptr(), T},
-                           local[i].stream);
-        }
+        base_layer(si);
         collective([&](std::size_t i) {
           ranks.check(ranks.api().ncclAlltoAll(reinterpret_cast<void*>(y_part[i].ptr()),
                                                reinterpret_cast<void*>(y_recv[i].ptr()), std::size_t(B) * H,
