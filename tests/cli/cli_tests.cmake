@@ -10,11 +10,15 @@ set_tests_properties(cli_unknown_command PROPERTIES WILL_FAIL TRUE)
 add_test(NAME cli_doctor_no_gpu COMMAND moejit doctor)
 set_tests_properties(cli_doctor_no_gpu PROPERTIES
   ENVIRONMENT "MOEJIT_FORCE_NO_DRIVER=1;MOEJIT_CACHE_DIR=${MOEJIT_TEST_CACHE}/doctor"
-  PASS_REGULAR_EXPRESSION "no CUDA driver found.*\nGPUs +none")
+  PASS_REGULAR_EXPRESSION "targets +sm_90a ok, sm_100a ok, sm_120a ok\n.*no CUDA driver found.*\nGPUs +none"
+  FAIL_REGULAR_EXPRESSION "PROBLEM|cannot build")
+# moejit run compiles without a GPU: into a cache emptied first (a warm one only finds its kernels).
+add_test(NAME cli_run_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${MOEJIT_TEST_CACHE}/run)
+set_tests_properties(cli_run_clean PROPERTIES FIXTURES_SETUP run_clean)
 add_test(NAME cli_run_no_gpu COMMAND moejit run --model glm5.2 --batch 8)
-set_tests_properties(cli_run_no_gpu PROPERTIES
+set_tests_properties(cli_run_no_gpu PROPERTIES FIXTURES_REQUIRED run_clean
   ENVIRONMENT "MOEJIT_FORCE_NO_DRIVER=1;MOEJIT_CACHE_DIR=${MOEJIT_TEST_CACHE}/run"
-  PASS_REGULAR_EXPRESSION "moe_compute .*launch skipped: no CUDA driver found")
+  PASS_REGULAR_EXPRESSION "moe_compute [^\n]*\(compiled\).*launch skipped: no CUDA driver found")
 add_test(NAME cli_run_bad_target COMMAND moejit run --target sm_75)
 set_tests_properties(cli_run_bad_target PROPERTIES PASS_REGULAR_EXPRESSION "--target: 'sm_75' is not one of sm_90a, sm_100a, sm_120a")
 add_test(NAME cli_run_bad_batch COMMAND moejit run --batch 0)
@@ -33,9 +37,9 @@ add_test(NAME cli_inspect_shared_expert_without_model COMMAND moejit inspect --k
 set_tests_properties(cli_inspect_shared_expert_without_model PROPERTIES
   PASS_REGULAR_EXPRESSION "--shared-expert is for --model")
 add_test(NAME cli_run_shared_expert_no_gpu COMMAND moejit run --model dsv4.1-flash --shared-expert --batch 4)
-set_tests_properties(cli_run_shared_expert_no_gpu PROPERTIES
+set_tests_properties(cli_run_shared_expert_no_gpu PROPERTIES FIXTURES_REQUIRED run_clean
   ENVIRONMENT "MOEJIT_FORCE_NO_DRIVER=1;MOEJIT_CACHE_DIR=${MOEJIT_TEST_CACHE}/run"
-  PASS_REGULAR_EXPRESSION "E=384 \\+ a fused shared expert.*moe_compute .*launch skipped: no CUDA driver found")
+  PASS_REGULAR_EXPRESSION "E=384 \\+ a fused shared expert.*moe_compute [^\n]*\(compiled\).*launch skipped: no CUDA driver found")
 
 # The bench programs, as run without a GPU or with an option out of range: one line and a code, not a crash.
 if(TARGET moejit_bench_moe)
@@ -65,6 +69,7 @@ if(TARGET moejit_bench_moe)
   # --help is what was asked for: exit 0 (no regex, so the exit status decides).
   add_test(NAME bench_moe_help_exit_0 COMMAND moejit_bench_moe --help)
   add_test(NAME bench_ep_help_exit_0 COMMAND moejit_bench_ep --help)
+  add_test(NAME bench_cache_help_exit_0 COMMAND moejit_bench_cache --help)
   add_test(NAME bench_ep_no_gpu COMMAND moejit_bench_ep --batches 1)
   set_tests_properties(bench_ep_no_gpu PROPERTIES ENVIRONMENT "MOEJIT_FORCE_NO_DRIVER=1"
     PASS_REGULAR_EXPRESSION "^moejit_bench_ep: skipped: no CUDA driver found")
@@ -96,7 +101,7 @@ if(TARGET moejit_gpu_tests)
     COMMAND env OUT=${CMAKE_CURRENT_BINARY_DIR}/gpu_session_shards DIST=/nonexistent MOEJIT_FORCE_NO_DRIVER=1
             "PATH=$<TARGET_FILE_DIR:moejit_gpu_tests>:$ENV{PATH}" ${PROJECT_SOURCE_DIR}/tools/gpu_session.sh tests-par)
   set_tests_properties(gpu_session_shards_cover_the_suite PROPERTIES
-    PASS_REGULAR_EXPRESSION "tests-par: 4 shards, the solo and the partition cases cover all [0-9]+ test cases")
+    PASS_REGULAR_EXPRESSION "tests-par: 4 shards, the solo and the partition cases cover all [1-9][0-9]* test cases")
 endif()
 
 # precompile with a layer's options fills exactly what that layer loads (issue 12, acceptance 4):
@@ -138,7 +143,7 @@ set_tests_properties(cli_plan_json PROPERTIES PASS_REGULAR_EXPRESSION
   "\"plans\": \\[.*\"batch\": 256,.*\"l2_dedicated\": 4,.*\"tile_n\": 80,.*\"activation_warps\": 3,")
 add_test(NAME cli_plan_config_file
   COMMAND moejit plan --config ${CMAKE_CURRENT_SOURCE_DIR}/data/planner/small_moe.json --batches 1-128 --device h200)
-set_tests_properties(cli_plan_config_file PROPERTIES PASS_REGULAR_EXPRESSION
+set_tests_properties(cli_plan_config_file PROPERTIES FAIL_REGULAR_EXPRESSION "rejected" PASS_REGULAR_EXPRESSION
   "model +small-moe: H=2048 I=1024 E=64 k=4, R=4 \\(L=16\\), Bcap=128, w4a8-mx, clamp 7, fused shared expert \\(K-group 128\\)")
 add_test(NAME cli_plan_bad_config
   COMMAND moejit plan --config ${CMAKE_CURRENT_SOURCE_DIR}/data/planner/bad_hidden.json --batch 1 --device h200)
@@ -177,7 +182,7 @@ set_tests_properties(cli_plan_rejected_status PROPERTIES WILL_FAIL TRUE)
 # Expert parallelism's Table 2 decisions as the launch plan takes them (DSV4.1-Flash at R = 8: k < R), an
 # override that cannot apply, and a bad MOEJIT_DISPATCH_SMS.
 add_test(NAME cli_plan_ep_modes COMMAND moejit plan --model dsv4.1-flash --ranks 8 --batch 1 --device h200)
-set_tests_properties(cli_plan_ep_modes PROPERTIES PASS_REGULAR_EXPRESSION
+set_tests_properties(cli_plan_ep_modes PROPERTIES FAIL_REGULAR_EXPRESSION "rejected" PASS_REGULAR_EXPRESSION
   "EP modes \\(R > 1\\) +mirror\\+direct-scan")
 add_test(NAME cli_plan_ep_mode_invalid COMMAND moejit plan --model glm5.2 --ranks 2 --batch 8 --device h200
   --ep-mode mirror+pull)

@@ -94,6 +94,8 @@ std::vector<int> model_batches() {
     p = *end == ',' ? end + 1 : end;
   }
   MESSAGE("MOEJIT_GPU_BATCHES=" << env << ": the model matrices run " << picked.size() << " of 9 batch sizes");
+  REQUIRE_MESSAGE(!picked.empty(),
+                  "MOEJIT_GPU_BATCHES=" << env << " names none of 1, 2, 4, ..., 256: nothing would run");
   return picked;
 }
 // W4A16: BF16 x, on the one atom that runs it (the exact path's).

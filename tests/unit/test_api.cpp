@@ -84,7 +84,9 @@ TEST_CASE("public API: plan on a built-in device, no GPU") {
   CHECK(field_of([&] { moejit::plan(moejit::builtin_config("glm5.2"), 8, "h200", turbo); }) == "path");
 }
 
-TEST_CASE("public API: precompile builds every kernel a layer needs, with progress; then finds them cached") {
+// (Builds or finds: the unit ctest's cache persists between runs. A cold precompile's compiles are
+// cli_precompile_cold's, on a cache its fixture empties.)
+TEST_CASE("public API: precompile builds or finds every kernel a layer needs, with progress; then finds them cached") {
   std::mutex mu;
   std::set<std::string> seen;
   int calls = 0, last_total = 0;

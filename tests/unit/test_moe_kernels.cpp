@@ -101,7 +101,11 @@ TEST_CASE("plan == launch: every kernel of both models at B = 1..256 on every ta
       }
     }
   }
+  // Not vacuous: 4 models x the atoms each (model, target, path, recipe) has, and the shared expert's (20), each
+  // with at least one compute kernel of its own.
+  REQUIRE(variants().size() == 20);
   CHECK(plans == 256 * int(variants().size()));
+  CHECK(built.size() >= variants().size());
   MESSAGE(built.size() << " distinct compute kernels built for " << plans << " plans");
 }
 

@@ -89,6 +89,7 @@ TEST_CASE("the deadline kills every rank still running") {
   bench::LaunchOptions o;
   o.deadline = 300ms;
   const auto exits = bench::launch_ranks(shell("exec sleep 30"), 3, o);
+  REQUIRE(exits.size() == 3);
   for (const auto& e : exits) CHECK(e.hung);
   CHECK_THROWS_WITH_AS(bench::launch_ranks({"/nonexistent/moejit_ep_nccl"}, 2, o),
                        doctest::Contains("cannot start rank 0 (/nonexistent/moejit_ep_nccl)"), std::runtime_error);

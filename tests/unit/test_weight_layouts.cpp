@@ -118,6 +118,7 @@ TEST_CASE("exact sm_90a layout: the atom's BF16 pair recipe decodes to E2M1 * 2^
   const auto blob =
       runtime::pack_projection(c.payload, c.scales, c.experts, unpadded(c, true), contract::kLayoutSm90Bf16);
   int mismatches = 0;
+  long long checked = 0;
   for_each_step(c, [&](int e, int mt, int kb, long long step) {
     for (int n = 0; n < 64; ++n)
       for (int t = 0; t < 4; ++t)
@@ -133,9 +134,11 @@ TEST_CASE("exact sm_90a layout: the atom's BF16 pair recipe decodes to E2M1 * 2^
             for (int h = 0; h < 2; ++h) {
               const double got = mx::bf16_value(h ? pairs[p] >> 16 : pairs[p] & 0xFFFF) * std::ldexp(1.0, code - 1);
               mismatches += got != c.value(e, src, kb * 128 + pair_k[p] + h);
+              ++checked;
             }
         }
   });
+  CHECK(checked == c.experts * c.rows * c.k);  // every weight once: the check ran
   CHECK(mismatches == 0);
 }
 
@@ -146,6 +149,7 @@ TEST_CASE("sm_120a layout: nibbles land in the m16n8k32 A registers' byte contai
   const auto blob =
       runtime::pack_projection(c.payload, c.scales, c.experts, unpadded(c, false), contract::kLayoutSm120);
   int mismatches = 0;
+  long long checked = 0;
   for_each_step(c, [&](int e, int mt, int kb, long long step) {
     for (int n = 0; n < 64; ++n)
       for (int t = 0; t < 4; ++t)
@@ -157,9 +161,11 @@ TEST_CASE("sm_120a layout: nibbles land in the m16n8k32 A registers' byte contai
               const int kk = kb * 128 + 32 * j + 16 * reg + 4 * t + byte;
               const std::uint8_t src = c.payload[std::size_t(e * c.rows + mt * 64 + n) * (c.k / 2) + kk / 2];
               mismatches += code != std::uint32_t(kk % 2 ? src >> 4 : src & 0xF);
+              ++checked;
             }
         }
   });
+  CHECK(checked == c.experts * c.rows * c.k);  // every weight once: the check ran
   CHECK(mismatches == 0);
 }
 
