@@ -183,7 +183,6 @@ int run(int argc, char** argv) {
 
   // Every override, layout value and batch size is checked before the device is touched, so a bad one is named
   // (not reported as a skip where there is no GPU, nor found after minutes of other layers).
-  codegen::validate(codegen_options);
   for (int ctas : ctas_list)
     for (int groups : groups_list)
       for (int act : act_list) {

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <utility>
 
+#include "codegen/moe_config.hpp"
+
 namespace moejit::runtime {
 
 namespace {
@@ -43,7 +45,8 @@ DeviceInfo query_device(int ordinal) {
   const DriverApi& api = driver();
   const int count = device_count();
   if (ordinal < 0 || ordinal >= count)
-    throw std::out_of_range(fmt::format("device ordinal {} is out of range [0, {})", ordinal, count));
+    throw codegen::ConfigError("device", fmt::format("device = {} is outside the allowed range [0, {}] ({} GPU(s))",
+                                                     ordinal, count - 1, count));
   CUdevice dev = 0;
   MOEJIT_CU(cuDeviceGet, &dev, ordinal);
   DeviceInfo info;

@@ -29,6 +29,7 @@ struct DeviceInfo {
 };
 
 int device_count();  // throws NoDriverError without a driver
+// Throws codegen::ConfigError ("device") for an ordinal the machine lacks.
 DeviceInfo query_device(int ordinal);
 
 // Retains the device's primary context and makes it current on this thread.
