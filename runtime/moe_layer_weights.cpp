@@ -2,6 +2,7 @@
 // adopted), the biases, and the weights' tensor maps.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <tuple>
 #include <vector>
 
@@ -134,6 +135,14 @@ void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2) {
     std::memcpy(&f, &word, 4);
     return f;
   };
+  // A NaN or infinite bias would reach every output row its expert touches; refuse it here, naming the element,
+  // rather than let the layer return NaN rows.
+  for (auto [name, host, cols] : {std::tuple{"b1", &host1, 2 * I}, std::tuple{"b2", &host2, H}})
+    for (std::size_t j = 0; j < host->size(); ++j)
+      if (!std::isfinite(value((*host)[j])))
+        throw InvalidInput(name, fmt::format("weights.{}[{}][{}] = {} (BF16 0x{:04x}) is invalid: biases must be "
+                                             "finite",
+                                             name, j / cols, j % cols, value((*host)[j]), (*host)[j]));
   const std::size_t hp = codegen::padded_hidden(config_), ip = codegen::padded_intermediate(config_);
   const bool interleaved = config_.gate_up == codegen::GateUp::interleaved;
   std::vector<float> pairs(E * ip * 2, 0.0f), rows(E * hp, 0.0f);

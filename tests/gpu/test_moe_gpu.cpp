@@ -344,3 +344,25 @@ TEST_CASE("checkpoint arrays of E experts are refused by a layer with a shared e
                        doctest::Contains("B of [9 (E + 1: the shared expert last)][512][256] MXFP4 codes"),
                        runtime::InvalidInput);
 }
+
+TEST_CASE("NaN and infinite biases are refused when the layer is built, naming the element") {
+  runtime::ScopedContext ctx(0);
+  codegen::MoeConfig config = gpu_test::small_config("custom", 8, 2, 512, 256);
+  config.biases = true;
+  oracle::RandomWeights w = oracle::random_weights(oracle::problem_of(config), gpu_test::seed(), {}, true);
+  CHECK_NOTHROW(runtime::MoeLayer(config, w.device(), {}));
+  // b1[3][17] = NaN (0x7fc0); then b1 restored and b2[5][300] = -Inf (0xff80).
+  std::vector<std::uint16_t> b1 = w.host.b1;
+  b1[3 * 2 * 256 + 17] = 0x7fc0;
+  w.b1.upload(b1);
+  CHECK_THROWS_WITH_AS(runtime::MoeLayer(config, w.device(), {}),
+                       "weights.b1[3][17] = nan (BF16 0x7fc0) is invalid: biases must be finite",
+                       runtime::InvalidInput);
+  w.b1.upload(w.host.b1);
+  std::vector<std::uint16_t> b2 = w.host.b2;
+  b2[5 * 512 + 300] = 0xff80;
+  w.b2.upload(b2);
+  CHECK_THROWS_WITH_AS(runtime::MoeLayer(config, w.device(), {}),
+                       "weights.b2[5][300] = -inf (BF16 0xff80) is invalid: biases must be finite",
+                       runtime::InvalidInput);
+}
