@@ -127,14 +127,17 @@ int cmd_plan(int argc, char** argv) {
       o.rejection = e.what();
       all_planned = false;
     }
+    // A ConfigError here is an option this B cannot run (--schedule units at B = 8): its column, like a PlanError.
+    const auto reject_launch = [&](const std::exception& e) {
+      o.launch_rejection = e.what();
+      all_planned = false;
+    };
     try {
       o.launch = codegen::plan_launch(config, b, device, codegen_opts);
     } catch (const codegen::PlanError& e) {
-      o.launch_rejection = e.what();
-      all_planned = false;
-    } catch (const codegen::ConfigError& e) {  // an option this B cannot run (--schedule units at B = 8): its column
-      o.launch_rejection = e.what();
-      all_planned = false;
+      reject_launch(e);
+    } catch (const codegen::ConfigError& e) {
+      reject_launch(e);
     }
     plans.push_back(std::move(o));
   }
