@@ -73,7 +73,8 @@ constexpr const char* kUsage =
     "                       init timeout, 2 minutes of a timed loop) after another failed is killed as hung\n"
     "  --rank r --ranks R --id-file F\n"
     "                       run one rank (what --launch starts; an engine's launcher can start them too): rank 0\n"
-    "                       writes NCCL's unique id to F, the others wait for it\n"
+    "                       writes NCCL's unique id to F, the others wait for it; rank 0 removes F once the\n"
+    "                       communicator has formed, so a later run never reads this run's id\n"
     "  --single-process R   every rank in this process (ncclCommInitAll over GPUs 0..R-1)\n"
     "\n"
     "options:\n"
@@ -249,6 +250,8 @@ int launch(const EpNcclOptions& o, const std::vector<std::string>& forwarded) {
     fmt::print(say, "moejit_ep_nccl: {}\n", describe(e));
     std::fflush(say);
   });
+  // Rank 0 removes the id file once the communicator formed (nccl_ranks.cpp): one left behind means it did not.
+  const bool id_left = std::filesystem::exists(id_file);
   std::filesystem::remove_all(dir);
   if (o.die_rank >= 0) {
     // The kill test passes when the killed rank died by SIGKILL and every other reported the loss (exit 3)
@@ -271,6 +274,10 @@ int launch(const EpNcclOptions& o, const std::vector<std::string>& forwarded) {
   if (skipped == o.launch) {
     fmt::print(say, "moejit_ep_nccl: skipped: every rank found no CUDA driver\n");
     return 77;
+  }
+  if (!failed && id_left) {
+    fmt::print(say, "moejit_ep_nccl: FAILED: every rank passed, but rank 0 left its NCCL id file {}\n", id_file);
+    return 1;
   }
   fmt::print(
       say, "moejit_ep_nccl: {}\n",

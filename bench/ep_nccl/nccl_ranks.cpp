@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -72,8 +75,16 @@ NcclRanks NcclRanks::one_per_process(int rank, int ranks, const std::string& id_
   // Blocking, so that every later call is done when it returns (a nonblocking communicator's calls come back
   // in progress, and their polling would stand inside the bench's timed region); a rank that never comes ends
   // this one through the watchdog instead.
-  const Watchdog guard(timeout, fmt::format("rank {}: ncclCommInitRank of {} ranks", rank, ranks), kExitRankGone);
+  const Watchdog guard(timeout,
+                       fmt::format("rank {}: ncclCommInitRank of {} ranks ({} read {}: an earlier run's id file, if "
+                                   "its rank 0 died before removing it?)",
+                                   rank, ranks, rank == 0 ? "the others" : "this rank", id_file),
+                       kExitRankGone);
   self.check(api.ncclCommInitRank(&r.comm, ranks, id, rank), "ncclCommInitRank");
+  // Every rank has joined, so the id is read everywhere: remove it, so that an engine's next run, started with
+  // the same path, waits for its own rank 0 rather than join this run's id.
+  if (rank == 0 && ::unlink(id_file.c_str()) != 0 && errno != ENOENT)
+    throw std::runtime_error(fmt::format("cannot remove {}: {}", id_file, std::strerror(errno)));
   return self;
 }
 
