@@ -63,6 +63,7 @@ class LayerContextScope {
  public:
   LayerContextScope(CUcontext layer, CUdevice device) {
     MOEJIT_CU(cuCtxGetCurrent, &previous_);
+    if (previous_ == layer) return;  // the common case: one driver call
     CUdevice current = 0;
     if (previous_ && driver().cuCtxGetDevice(&current) == CUDA_SUCCESS && current == device) return;
     MOEJIT_CU(cuCtxSetCurrent, layer);
