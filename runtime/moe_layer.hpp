@@ -206,7 +206,7 @@ class MoeLayer {
   std::vector<RoleLaunch> role_launches(const TokenLaunch& t, const MoeForwardArgs& a, CUdeviceptr ws) const;
   void pack_weights(const CheckpointWeightsDevice& weights);
   void adopt_packed(const PackedWeightsDevice& packed);
-  void adopt_biases(CUdeviceptr b1, CUdeviceptr b2);
+  void adopt_biases(CUdeviceptr b1, CUdeviceptr b2, const char* owner);  // owner: "weights" or "packed"
   void map_weights();
   std::shared_ptr<RoleGraph> graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing);
   void check_routes(const MoeForwardArgs& a, CUstream stream, bool capturing) const;

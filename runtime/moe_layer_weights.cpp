@@ -32,15 +32,15 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevi
                                            name, ptr));
     detail::require_device_bytes(name, fmt::format("weights.{}", name), ptr, bytes, shape);
   }
+  adopt_biases(weights.b1, weights.b2, "weights");  // every input checked before the transform kernels run
   pack_weights(weights);
-  adopt_biases(weights.b1, weights.b2);
   map_weights();
 }
 
 MoeLayer::MoeLayer(const codegen::MoeConfig& config, const PackedWeightsDevice& packed, const MoeLayerOptions& options)
     : MoeLayer(config, options, Setup{}) {
   adopt_packed(packed);
-  adopt_biases(packed.b1, packed.b2);
+  adopt_biases(packed.b1, packed.b2, "packed");
   map_weights();
 }
 
@@ -109,21 +109,21 @@ void MoeLayer::adopt_packed(const PackedWeightsDevice& packed) {
   if (packed.subnormal_weight_scales) options_.codegen.subnormal_weight_scales = true;
 }
 
-void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2) {
+void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2, const char* owner) {
   const std::size_t E = config_.weight_experts(), H = config_.hidden, I = config_.intermediate;
   for (auto [name, ptr] : {std::pair{"b1", b1}, std::pair{"b2", b2}}) {
     if (!config_.biases && ptr != 0)
-      throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: the config has no biases (set \"biases\": "
+      throw InvalidInput(name, fmt::format("{}.{} = 0x{:x} is invalid: the config has no biases (set \"biases\": "
                                            "true to use them)",
-                                           name, ptr));
+                                           owner, name, ptr));
     if (config_.biases && (ptr == 0 || ptr % 2 != 0))
-      throw InvalidInput(name, fmt::format("weights.{} = 0x{:x} is invalid: the config has biases; it must be a "
+      throw InvalidInput(name, fmt::format("{}.{} = 0x{:x} is invalid: the config has biases; it must be a "
                                            "non-null 2-byte aligned device pointer to BF16 [{}][{}]",
-                                           name, ptr, E, name == std::string("b1") ? 2 * I : H));
+                                           owner, name, ptr, E, name == std::string("b1") ? 2 * I : H));
   }
   if (!config_.biases) return;
   for (auto [name, ptr, bytes] : {std::tuple{"b1", b1, E * 2 * I * 2}, std::tuple{"b2", b2, E * H * 2}})
-    detail::require_device_bytes(name, fmt::format("weights.{}", name), ptr, bytes, "its BF16 biases");
+    detail::require_device_bytes(name, fmt::format("{}.{}", owner, name), ptr, bytes, "its BF16 biases");
   // The kernels read FP32 (exact images of the BF16 values) at the padded extents: b1 as (gate, up) pairs per
   // intermediate column, b2 per output row; zero in the padding.
   std::vector<std::uint16_t> host1(E * 2 * I), host2(E * H);
@@ -140,9 +140,9 @@ void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2) {
   for (auto [name, host, cols] : {std::tuple{"b1", &host1, 2 * I}, std::tuple{"b2", &host2, H}})
     for (std::size_t j = 0; j < host->size(); ++j)
       if (!std::isfinite(value((*host)[j])))
-        throw InvalidInput(name, fmt::format("weights.{}[{}][{}] = {} (BF16 0x{:04x}) is invalid: biases must be "
+        throw InvalidInput(name, fmt::format("{}.{}[{}][{}] = {} (BF16 0x{:04x}) is invalid: biases must be "
                                              "finite",
-                                             name, j / cols, j % cols, value((*host)[j]), (*host)[j]));
+                                             owner, name, j / cols, j % cols, value((*host)[j]), (*host)[j]));
   const std::size_t hp = codegen::padded_hidden(config_), ip = codegen::padded_intermediate(config_);
   const bool interleaved = config_.gate_up == codegen::GateUp::interleaved;
   std::vector<float> pairs(E * ip * 2, 0.0f), rows(E * hp, 0.0f);
