@@ -75,12 +75,16 @@ NcclRanks NcclRanks::one_per_process(int rank, int ranks, const std::string& id_
   // Blocking, so that every later call is done when it returns (a nonblocking communicator's calls come back
   // in progress, and their polling would stand inside the bench's timed region); a rank that never comes ends
   // this one through the watchdog instead.
-  const Watchdog guard(timeout,
-                       fmt::format("rank {}: ncclCommInitRank of {} ranks ({} read {}: an earlier run's id file, if "
-                                   "its rank 0 died before removing it?)",
-                                   rank, ranks, rank == 0 ? "the others" : "this rank", id_file),
+  const Watchdog guard(timeout, fmt::format("rank {}: ncclCommInitRank of {} ranks (id file {})", rank, ranks, id_file),
                        kExitRankGone);
-  self.check(api.ncclCommInitRank(&r.comm, ranks, id, rank), "ncclCommInitRank");
+  const ncclResult_t init = api.ncclCommInitRank(&r.comm, ranks, id, rank);
+  // A rank that joined a dead run's id finds no root: NCCL gives up its connection retries and fails here.
+  if (init != ncclSuccess && rank != 0)
+    throw std::runtime_error(
+        fmt::format("ncclCommInitRank failed: {} (rank {} read the id in {}: a file an earlier "
+                    "run left, if its rank 0 died before removing it?)",
+                    api.ncclGetErrorString(init), rank, id_file));
+  self.check(init, "ncclCommInitRank");
   // Every rank has joined, so the id is read everywhere: remove it, so that an engine's next run, started with
   // the same path, waits for its own rank 0 rather than join this run's id.
   if (rank == 0 && ::unlink(id_file.c_str()) != 0 && errno != ENOENT)
