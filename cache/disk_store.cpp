@@ -207,11 +207,13 @@ PublishStatus DiskStore::publish(std::string_view key, const Entry& entry, std::
   return staged ? commit(*staged, error) : PublishStatus::failed;
 }
 
-bool DiskStore::remove(std::string_view key, std::string* error) {
+bool DiskStore::remove(std::string_view key, std::string* error, bool* absent) {
+  if (absent) *absent = false;
   const fs::Dir store = open(false, error);
   if (!store) return false;
   const std::string trash = std::string(k_trash_prefix) + std::string(key.substr(0, 16)) + "-" + fs::unique_suffix();
   if (const int err = fs::rename_in(store, key, trash); err != 0) {
+    if (absent) *absent = err == ENOENT;
     if (error) *error = "cannot rename " + store.path_of(key) + " away: " + fs::error_text(err);
     return false;
   }

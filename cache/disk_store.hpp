@@ -89,8 +89,9 @@ class DiskStore {
   PublishStatus commit(const Staged& staged, std::string* error);
   void discard(const Staged& staged);
   // Renames the entry away, then deletes it. False (with *error) if it was
-  // not there or could not be renamed.
-  bool remove(std::string_view key, std::string* error = nullptr);
+  // not there or could not be renamed; *absent tells the first apart (another
+  // process removed it first: a clear that races an eviction is not a failure).
+  bool remove(std::string_view key, std::string* error = nullptr, bool* absent = nullptr);
   // Records a use for LRU eviction (the mtime of meta.json).
   bool touch(std::string_view key) const;
   // Whether an entry folder with a meta.json is there (cheap; not verified):

@@ -74,6 +74,9 @@ BuildArtifacts build_for_cache(const codegen::KernelSpec& spec, std::string_view
 // Not re-checked, as that would take a compile: that ptx.nvrtc.ptx is
 // NVRTC's output for source.cu, and kernel.cubin nvJitLink's for the PTX.
 cache::EntryVerdict check_kernel_entry(std::string_view key, const cache::Entry& entry);
+// meta.json's spec, read as check_kernel_entry reads it (a non-integer number refused first: converting one
+// outside int's range is undefined). Throws std::runtime_error naming the field.
+codegen::KernelSpec read_meta_spec(const nlohmann::json& meta);
 
 struct KernelSpecHash {
   size_t operator()(const codegen::KernelSpec& spec) const noexcept;

@@ -234,6 +234,17 @@ cache::EntryVerdict check_kernel_entry_or_throw(std::string_view key, const cach
 }
 }  // namespace
 
+codegen::KernelSpec read_meta_spec(const nlohmann::json& meta) {
+  const auto it = meta.find("spec");
+  if (it == meta.end()) throw std::runtime_error("meta.json has no spec");
+  if (std::string why = non_integer_number(*it, "spec"); !why.empty()) throw std::runtime_error(why);
+  try {
+    return it->get<codegen::KernelSpec>();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("meta.json: spec: " + cache::printable(e.what(), 200));
+  }
+}
+
 cache::EntryVerdict check_kernel_entry(std::string_view key, const cache::Entry& entry) {
   try {
     return check_kernel_entry_or_throw(key, entry);

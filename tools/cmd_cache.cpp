@@ -60,7 +60,10 @@ int cache_verify(cache::DiskStore& disk, bool remove_bad) {
     std::string removed;
     if (remove_bad) {
       std::string why;
-      removed = disk.remove(e.key, &why) ? " (removed)" : " (not removed: " + why + ")";
+      bool absent = false;
+      removed = disk.remove(e.key, &why, &absent) ? " (removed)"
+                : absent                          ? " (already removed by another process)"
+                                                  : " (not removed: " + why + ")";
     }
     fmt::print("{}  {}  {}: {}{}\n", is_stale ? "STALE" : "BAD", e.key.substr(0, 16), e.summary, l.problem, removed);
   }
@@ -81,9 +84,10 @@ int cache_clear(cache::Cache& store) {
   std::vector<std::string> failures;
   for (const cache::EntryInfo& e : entries) {
     std::string why;
-    if (disk.remove(e.key, &why))
+    bool absent = false;
+    if (disk.remove(e.key, &why, &absent))
       ++removed, bytes += e.bytes;
-    else
+    else if (!absent)  // gone already (another clear, an eviction): the cache is as asked
       failures.push_back(why);
   }
   disk.sweep_stale();
@@ -135,7 +139,7 @@ void check_importable(const std::string& file, const cache::BundleEntry& e) {
   const std::string who = fmt::format("entry {} ({})", e.key.substr(0, 16), cache::meta_summary(e.entry.meta));
   codegen::KernelSpec spec;
   try {
-    spec = e.entry.meta.at("spec").get<codegen::KernelSpec>();
+    spec = jit::read_meta_spec(e.entry.meta);
   } catch (const std::exception& ex) {
     throw std::runtime_error(fmt::format("refusing {}: {} has no valid spec: {}", file, who, ex.what()));
   }

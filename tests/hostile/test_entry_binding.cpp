@@ -63,6 +63,10 @@ TEST_CASE(
     test::reseal(b.folder(key), [](nlohmann::json& m) { m.erase("resources"); });
     expected = "meta.json has no resources";
   }
+  SUBCASE("a spec number outside int's range (import read it as int before it checked: undefined)") {
+    test::reseal(b.folder(key), [](nlohmann::json& m) { m["spec"]["threads"] = 1e30; });
+    expected = "meta.json: spec.threads is 1e+30; it must be an integer";
+  }
   REQUIRE(cache::DiskStore(b.root).load(key).status == cache::LoadStatus::hit);  // its checksums pass
   expect_refused(b, key, spec, expected);
 

@@ -106,6 +106,12 @@ TEST_CASE("a damaged entry loads as corrupt, naming what disagrees") {
     CHECK(disk.load(other).problem == "meta.json names another key");
   }
   CHECK(disk.remove(key) + disk.remove(key_of("other")) == 1);
+  // A second remove finds nothing: false, and `absent` tells it from a failure (a clear racing an eviction).
+  bool absent = false;
+  CHECK_FALSE(disk.remove(key, nullptr, &absent));
+  CHECK(absent);
+  CHECK_FALSE(disk.remove(key_of("other"), nullptr, &absent));
+  CHECK(absent);
   CHECK(disk.load(key).status == cache::LoadStatus::absent);
   CHECK(test::names_in(disk.dir()).empty());
 }
