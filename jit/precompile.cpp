@@ -8,6 +8,7 @@
 #include <exception>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <system_error>
 #include <thread>
 #include <unordered_set>
 
@@ -110,7 +111,14 @@ PrecompileResult precompile_kernels(KernelCache& cache, const std::vector<codege
     }
   };
   std::vector<std::thread> pool;
-  for (int j = 0; j < r.workers; ++j) pool.emplace_back(worker);
+  try {
+    for (int j = 0; j < r.workers; ++j) pool.emplace_back(worker);
+  } catch (const std::system_error&) {
+    // No thread for this worker (a process limit, --jobs 1024): the ones started, or this thread, do the work;
+    // unwinding past joinable threads would terminate the process.
+    r.workers = std::max<int>(1, static_cast<int>(pool.size()));
+    if (pool.empty()) worker();
+  }
   for (std::thread& t : pool) t.join();
   if (hook_error) std::rethrow_exception(hook_error);
   return r;
