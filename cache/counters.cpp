@@ -154,7 +154,9 @@ bool add_to_stats_file(const fs::Dir& dir, const std::string& name, const Counte
     CounterSnapshot total = text.size() > k_max_stats_bytes ? CounterSnapshot{} : parse_stats(text);
     total += delta;
     const std::string out = nlohmann::json(total).dump(2) + "\n";
-    ok = ::ftruncate(fd, 0) == 0 && ::pwrite(fd, out.data(), out.size(), 0) == static_cast<ssize_t>(out.size());
+    // The new text over the old, then the tail cut: never an empty file, even if this process dies between.
+    ok = ::pwrite(fd, out.data(), out.size(), 0) == static_cast<ssize_t>(out.size()) &&
+         ::ftruncate(fd, static_cast<off_t>(out.size())) == 0;
   }
   if (!ok && error) *error = "cannot update " + path + ": " + std::strerror(errno);
   ::close(fd);
@@ -162,10 +164,17 @@ bool add_to_stats_file(const fs::Dir& dir, const std::string& name, const Counte
 }
 
 CounterSnapshot read_stats_file(const fs::Dir& dir, const std::string& name, std::string* error) {
+  // Under the writers' lock (shared), so a reader never sees an update half written. Where the file system
+  // refuses flock, the writers hold none either and the read goes on without.
+  const int fd = ::openat(dir.fd(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  const bool locked = fd >= 0 && ::flock(fd, LOCK_SH) == 0;
   std::string text;
   int err = 0;
   std::string why;
-  if (!fs::read_file(dir, name, k_max_stats_bytes, text, &why, &err)) {
+  const bool read = fs::read_file(dir, name, k_max_stats_bytes, text, &why, &err);
+  if (locked) ::flock(fd, LOCK_UN);
+  if (fd >= 0) ::close(fd);
+  if (!read) {
     if (err != ENOENT && error) *error = why;
     return {};
   }
