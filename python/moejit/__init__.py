@@ -76,19 +76,27 @@ def pack_weights(config: ConfigLike, w1: Any, s1: Any, w2: Any, s2: Any, target:
     return packed
 
 
+_MAX_BATCH_RANGE = 65536  # sizes in one "lo-hi" range; a batch size itself is checked against the config
+
+
 def _batches(batches: Union[int, str, Iterable[int]]) -> list:
     if isinstance(batches, int):
         return [batches]
     if isinstance(batches, str):
-        out = []
+        out = set()
         for part in batches.split(","):
             lo, _, hi = part.strip().partition("-")
             try:
-                out.extend(range(int(lo), int(hi or lo) + 1))
+                first, last = int(lo), int(hi or lo)
             except ValueError:
                 raise MoejitError(f"batches: {part!r} is not a batch size or range (e.g. 8, 1,2,4 or 1-256)",
                                   "batches") from None
-        return sorted(set(out))
+            # A range is bounded before it is expanded; each size is checked against the config's capacity later.
+            if last < first or last - first >= _MAX_BATCH_RANGE:
+                raise MoejitError(f"batches: {part!r} is not a range of 1 to {_MAX_BATCH_RANGE} sizes (lo-hi, "
+                                  f"lo <= hi)", "batches")
+            out.update(range(first, last + 1))
+        return sorted(out)
     return [int(b) for b in batches]
 
 

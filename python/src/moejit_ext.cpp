@@ -123,7 +123,7 @@ NB_MODULE(_moejit, m) {
         const moejit::LayerOptions o = layer_options(options);
         moejit::PrecompileProgress report_progress;
         // The callback's own exception (a TypeError, a progress bar's) reaches the caller as itself: it stops the
-        // callbacks, and is raised once precompile returns.
+        // work (precompile stops at a throwing hook and rethrows it), and is raised in its place.
         std::optional<nb::python_error> callback_error;
         if (!progress.is_none())
           report_progress = [progress, &callback_error](int done, int total, std::string_view kernel) {
@@ -133,14 +133,17 @@ NB_MODULE(_moejit, m) {
               progress(done, total, std::string(kernel));
             } catch (nb::python_error& e) {
               callback_error.emplace(std::move(e));
+              throw std::runtime_error("the progress callback raised");
             }
           };
         moejit::PrecompileReport r;
-        {
+        try {
           nb::gil_scoped_release nogil;  // compiles for seconds; progress takes the GIL back
           r = moejit::precompile(c, batches, targets, o, jobs, report_progress);
+        } catch (...) {
+          if (callback_error) throw std::move(*callback_error);
+          throw;
         }
-        if (callback_error) throw std::move(*callback_error);
         return report_dict(r);
       },
       "config"_a, "batches"_a, "targets"_a, "options"_a, "jobs"_a, "progress"_a.none());

@@ -166,6 +166,31 @@ class Precompile(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("raised TypeError:", r.stdout)
 
+    def test_a_raising_progress_callback_stops_the_compile(self):
+        # Into an empty cache, one job: the callback raises after the first kernel, and no other kernel is built.
+        code = (
+            "import os, moejit\n"
+            "calls = []\n"
+            "def progress(done, total, kernel):\n"
+            "    calls.append(done)\n"
+            "    raise ValueError('stop')\n"
+            "try:\n"
+            f"    moejit.precompile({SMALL!r}, '1-2', targets=['sm_90a'], jobs=1, progress=progress)\n"
+            "except ValueError:\n"
+            "    names = os.listdir(os.path.join(os.environ['MOEJIT_CACHE_DIR'], 'v1'))\n"
+            "    print('calls', len(calls), 'entries', sum(len(n) == 64 for n in names))\n"
+        )
+        with tempfile.TemporaryDirectory(prefix="moejit-pytest-stop-") as d:
+            env = dict(os.environ, MOEJIT_CACHE_DIR=d)
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("calls 1 entries 1", r.stdout)
+
+    def test_batch_ranges_are_checked_before_they_are_expanded(self):
+        # "1-999999999" built a billion ints before the C++ side refused it.
+        self.assertEqual(field_of(lambda: moejit.precompile(SMALL, "1-999999999")), "batches")
+        self.assertEqual(field_of(lambda: moejit.precompile(SMALL, "5-2")), "batches")
+
     def test_errors(self):
         self.assertEqual(field_of(lambda: moejit.precompile(SMALL, "0-2")), "batch")
         self.assertEqual(field_of(lambda: moejit.precompile(SMALL, "x")), "batches")
