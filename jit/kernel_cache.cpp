@@ -23,8 +23,11 @@ bool g_global_made = false;
 KernelCache& KernelCache::global() {
   static KernelCache instance([] {
     std::lock_guard lock(g_global_mu);
+    // In use once its settings are read: an environment that does not parse (MOEJIT_NO_JIT=yes) leaves
+    // configure() open to override it, and the next use tries again.
+    cache::Config config = g_global_config ? *g_global_config : cache::Config::from_env();
     g_global_made = true;
-    return g_global_config ? std::move(*g_global_config) : cache::Config::from_env();
+    return config;
   }());
   return instance;
 }
