@@ -120,6 +120,15 @@ void plan_compute(MoeLaunchPlan& p, const MoeConfig& config, int batch, const De
   if (stages == 0) {
     for (stages = k_max_stages; stages >= 2 && !fits(ctas, stages); --stages) {
     }
+    if (stages < 2 && options.ctas_per_sm) {  // the caller's CTAs per SM: name the option, and what fits
+      int most = ctas - 1;
+      while (most > 1 && !fits(most, 2)) --most;
+      throw ConfigError("ctas_per_sm", fmt::format("ctas_per_sm = {} is invalid for {} B={} on {}: no compute "
+                                                   "pipeline of 2+ stages fits {} CTA(s) per SM in {} B of SMEM "
+                                                   "(allowed: 1-{})",
+                                                   ctas, config.name, batch, device.name, ctas, device.smem_per_sm,
+                                                   std::max(most, 1)));
+    }
     if (stages < 2)
       throw PlanError(
           fmt::format("{} B={} on {}: no compute pipeline of 2+ stages fits {} CTA(s) per SM in {} B of SMEM",
@@ -152,8 +161,13 @@ void plan_compute(MoeLaunchPlan& p, const MoeConfig& config, int batch, const De
                                             "waits for its next one, so the ring needs at least 4 (allowed: 4-{})",
                                             stages, batch, p.groups, k_max_stages));
   } else if (!fits(ctas, stages)) {
-    throw PlanError(fmt::format("{} B={} on {}: {} stages ({} B each CTA) do not fit {} CTA(s) per SM", config.name,
-                                batch, device.name, stages, smem_for(ctas, stages), ctas));
+    int most = stages - 1;
+    while (most >= 2 && !fits(ctas, most)) --most;
+    throw ConfigError("stages", fmt::format("stages = {} is invalid for {} B={} on {}: {} B each CTA do not fit {} "
+                                            "CTA(s) per SM ({})",
+                                            stages, config.name, batch, device.name, smem_for(ctas, stages), ctas,
+                                            most >= 2 ? fmt::format("allowed: 2-{}", most)
+                                                      : std::string("no depth fits: lower ctas_per_sm")));
   }
   p.stages = stages;
   // The activation warps take turns on the ring only where its depth keeps their waits in phase (the kernel's

@@ -415,3 +415,28 @@ TEST_CASE("padding: H and I run at the kernels' step widths, zero-padded") {
     return n.find("H = 2880, I = 2880 run as 3072 and 2944") != std::string::npos;
   }));
 }
+
+TEST_CASE("a caller's stages or ctas_per_sm that do not fit are refused naming the option and what fits") {
+  // They came back as a PlanError, which the public API reports with no field (as if not bad input).
+  const MoeConfig glm = builtin_model("glm5.2");
+  const DeviceProfile h200 = builtin_profile("h200");
+  MoeCodegenOptions deep;
+  deep.stages = 12;  // B = 256's 16-column tiles fit 7
+  try {
+    plan_launch(glm, 256, h200, deep);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(e.field() == "stages");
+    CHECK(std::string(e.what()).find("stages = 12 is invalid for glm5.2 B=256 on h200") == 0);
+    CHECK(std::string(e.what()).find("(allowed: 2-7)") != std::string::npos);
+  }
+  MoeCodegenOptions crowded;
+  crowded.ctas_per_sm = 8;
+  try {
+    plan_launch(glm, 256, h200, crowded);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(e.field() == "ctas_per_sm");
+    CHECK(std::string(e.what()).find("ctas_per_sm = 8 is invalid") == 0);
+  }
+}
