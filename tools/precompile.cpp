@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "tools/cli_args.hpp"
 
@@ -20,7 +21,9 @@ int parse_positive(std::string_view text, std::string_view whole) {
 }  // namespace
 
 std::vector<int> parse_batches(std::string_view text) {
-  std::vector<int> out;
+  // Ranges are merged before they are expanded: a long argument of repeated ranges ("1-65536,1-65536,...")
+  // expanded to gigabytes before the duplicates went.
+  std::vector<std::pair<int, int>> ranges;
   size_t pos = 0;
   while (pos <= text.size()) {
     const size_t comma = std::min(text.find(',', pos), text.size());
@@ -29,14 +32,17 @@ std::vector<int> parse_batches(std::string_view text) {
       const int lo = parse_positive(part.substr(0, dash), text), hi = parse_positive(part.substr(dash + 1), text);
       if (lo > hi) throw UsageError(fmt::format("--batches: range '{}' is empty", excerpt(part)));
       if (hi > 65536) throw UsageError(fmt::format("--batches: {} exceeds the maximum of 65536", hi));
-      for (int b = lo; b <= hi; ++b) out.push_back(b);
+      ranges.emplace_back(lo, hi);
     } else {
-      out.push_back(parse_positive(part, text));
+      const int b = parse_positive(part, text);
+      ranges.emplace_back(b, b);
     }
     pos = comma + 1;
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<int> out;
+  for (auto [lo, hi] : ranges)
+    for (int b = std::max(lo, out.empty() ? lo : out.back() + 1); b <= hi; ++b) out.push_back(b);
   return out;
 }
 

@@ -89,6 +89,13 @@ TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields
   CHECK(smoke[0] == codegen::smoke_kernel_spec(codegen::Target{codegen::Arch::sm_90a}));
 
   CHECK(tools::parse_batches("1-4,2,8") == std::vector<int>{1, 2, 3, 4, 8});
+  CHECK(tools::parse_batches("8,3-5,1,4-6,2") == std::vector<int>{1, 2, 3, 4, 5, 6, 8});
+  // 20000 copies of the widest range: expanded before deduplicating, that was 5 GB of ints.
+  std::string many = "1-65536";
+  for (int i = 1; i < 20000; ++i) many += ",1-65536";
+  const std::vector<int> all = tools::parse_batches(many);
+  CHECK(all.size() == 65536);
+  CHECK((all.front() == 1 && all.back() == 65536));
   CHECK_THROWS_WITH_AS(tools::parse_batches("0-4"), doctest::Contains("not a positive integer"), tools::UsageError);
   CHECK_THROWS_WITH_AS(tools::parse_batches("8-4"), doctest::Contains("is empty"), tools::UsageError);
   CHECK_THROWS_WITH_AS(tools::parse_targets("sm_90a,sm_75"), doctest::Contains("'sm_75' is not one of"),
