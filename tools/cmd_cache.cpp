@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "cache/bundle.hpp"
 #include "cache/counters.hpp"
@@ -163,6 +164,13 @@ void check_importable(const std::string& file, const cache::BundleEntry& e) {
 // temp folder, and only then are they renamed into place; a failure at any
 // step leaves the cache as it was (an entry it held damaged stays replaced).
 int cache_import(cache::DiskStore& disk, const cache::Config& config, const std::string& file) {
+  // The entries take at least the bundle's payload: one over the cap is refused before it is read into memory.
+  std::error_code size_error;
+  const std::uint64_t file_bytes = std::filesystem::file_size(file, size_error);
+  if (!size_error && config.max_bytes && file_bytes > config.max_bytes + cache::k_max_manifest_bytes + 4096)
+    throw std::runtime_error(fmt::format(
+        "refusing {}: the bundle is {}, more than the cache's cap MOEJIT_CACHE_MAX_BYTES = {}; raise the cap", file,
+        format_bytes(file_bytes), format_bytes(config.max_bytes)));
   const std::vector<cache::BundleEntry> entries = cache::read_bundle(file);
   std::uint64_t bytes = 0;
   for (const cache::BundleEntry& e : entries) {

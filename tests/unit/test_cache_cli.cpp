@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -240,6 +242,17 @@ TEST_CASE("export and import: a relocatable bundle, verified, refused from anoth
     CHECK(refused.exit_code == 1);
     CHECK(has(refused.output, "compiler identity field 'toolchain.nvrtc_build' is \"CL-00000000\" in the bundle"));
     CHECK_FALSE(std::filesystem::exists(scratch / "third/v1"));  // nothing imported
+  }
+  SUBCASE("a bundle larger than the cap is refused before it is read") {
+    // A sparse 4 GiB file: read whole, as import did before checking the cap, it would take 4 GiB of memory.
+    const std::string huge = scratch / "huge.moejit";
+    { std::ofstream(huge) << test::read_text(bundle).substr(0, 64); }
+    std::filesystem::resize_file(huge, std::uint64_t(4) << 30);
+    const test::ProcessResult refused =
+        moejit_cli(scratch, scratch / "third", {"cache", "import", huge}, {{"MOEJIT_CACHE_MAX_BYTES", "1G"}});
+    INFO(refused.output);
+    CHECK(refused.exit_code == 1);
+    CHECK(has(refused.output, "the bundle is 4.0 GiB, more than the cache's cap MOEJIT_CACHE_MAX_BYTES = 1.0 GiB"));
   }
   SUBCASE("a damaged bundle is refused") {
     test::flip_byte(bundle, test::read_text(bundle).size() - 1);
