@@ -29,6 +29,35 @@ int header_epoch(const runtime::MoeLayer& layer, CUstream s) {
   return h.epoch;
 }
 
+// A small layer's weights and B = 8 inputs, uploaded on a non-blocking stream of the case's own (a server's,
+// not the legacy default stream), whose forward's y must be whole and at the fast path's bar.
+struct StreamCase {
+  static constexpr int B = 8;
+  codegen::MoeConfig config;
+  reference::MoeProblem p;
+  oracle::RandomWeights w;
+  oracle::RandomInputs in;
+  DeviceInputs dev;
+  CUstream stream = nullptr;
+  StreamCase(const char* name, std::uint64_t seed)
+      : config(gpu_test::small_config(name, 32, 4, 1024, 512)),
+        p(oracle::problem_of(config)),
+        w(oracle::random_weights(p, seed)),
+        in(oracle::random_inputs(p, B, oracle::RoutingKind::uniform, seed + 1)),
+        dev(p, B) {
+    MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
+    dev.upload(in, stream);
+  }
+  ~StreamCase() { runtime::driver().cuStreamDestroy(stream); }
+  StreamCase(const StreamCase&) = delete;
+  StreamCase& operator=(const StreamCase&) = delete;
+  void check_y() const {
+    const std::vector<std::uint16_t> y = download_sync(dev.y, stream);
+    CHECK(bad_elements(y) == 0);
+    CHECK(cosine_vs_reference(w, p, in, y) >= 0.99999);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a captured decode step of two layers replays 100 times bitwise like eager execution") {
@@ -124,13 +153,11 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
 
 TEST_CASE("a layer refuses a GPU the machine lacks, and host route checks read the ids the caller's stream wrote") {
   runtime::ScopedContext ctx(0);
-  const codegen::MoeConfig config = gpu_test::small_config("routes-check", 32, 4, 1024, 512);
-  const reference::MoeProblem p = oracle::problem_of(config);
-  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() + 7);
+  StreamCase c("routes-check", gpu_test::seed() + 7);
   runtime::MoeLayerOptions far;
   far.device = 4096;
   try {
-    runtime::MoeLayer layer(config, w.device(), far);
+    runtime::MoeLayer layer(c.config, c.w.device(), far);
     FAIL("a layer on GPU 4096 was built");
   } catch (const runtime::InvalidInput& e) {
     CHECK(std::string(e.field()) == "device");
@@ -141,16 +168,11 @@ TEST_CASE("a layer refuses a GPU the machine lacks, and host route checks read t
   // accepts. The check must read them in that stream's order: the legacy default stream does not wait for it.
   runtime::MoeLayerOptions checked;
   checked.check_routes_on_host = true;
-  runtime::MoeLayer layer(config, w.device(), checked);
-  const int B = 8;
-  const oracle::RandomInputs in = oracle::random_inputs(p, B, oracle::RoutingKind::uniform, gpu_test::seed() + 8);
-  DeviceInputs dev(p, B);
-  CUstream router = nullptr;
-  MOEJIT_CU(cuStreamCreate, &router, CU_STREAM_NON_BLOCKING);
-  dev.upload(in, router);
-  const std::vector<std::int32_t> stale(std::size_t(B) * p.top_k, 9999);
+  runtime::MoeLayer layer(c.config, c.w.device(), checked);
+  CUstream router = c.stream;
+  const std::vector<std::int32_t> stale(std::size_t(c.B) * c.p.top_k, 9999);
   MOEJIT_CU(cuStreamSynchronize, router);
-  MOEJIT_CU(cuMemcpyHtoD, dev.ids.ptr(), stale.data(), stale.size() * 4);
+  MOEJIT_CU(cuMemcpyHtoD, c.dev.ids.ptr(), stale.data(), stale.size() * 4);
   const runtime::DeviceInfo info = runtime::query_device(0);
   const jit::BuildArtifacts spin =
       jit::build_kernel(codegen::sm_probe_spec(*codegen::parse_target(info.target_name())));
@@ -160,14 +182,11 @@ TEST_CASE("a layer refuses a GPU the machine lacks, and host route checks read t
   std::uint32_t spin_ns = 200000000;
   void* spin_args[] = {&out, &spin_ns, &clock_out};
   spinner.launch(runtime::LaunchDims{1, 32, 0}, router, spin_args);
-  MOEJIT_CU(cuMemcpyHtoDAsync, dev.ids.ptr(), in.routing.ids.data(), in.routing.ids.size() * 4, router);
-  MOEJIT_CU(cuMemsetD8Async, dev.y.ptr(), 0xFF, dev.y.bytes(), router);
-  CHECK_NOTHROW(layer.forward(dev.args(B), router));
-  const std::vector<std::uint16_t> y = download_sync(dev.y, router);
-  CHECK(bad_elements(y) == 0);
-  CHECK(cosine_vs_reference(w, p, in, y) >= 0.99999);
+  MOEJIT_CU(cuMemcpyHtoDAsync, c.dev.ids.ptr(), c.in.routing.ids.data(), c.in.routing.ids.size() * 4, router);
+  MOEJIT_CU(cuMemsetD8Async, c.dev.y.ptr(), 0xFF, c.dev.y.bytes(), router);
+  CHECK_NOTHROW(layer.forward(c.dev.args(c.B), router));
+  c.check_y();
   layer.release_stream(router);
-  runtime::driver().cuStreamDestroy(router);
 }
 
 TEST_CASE("a forward from a thread with no current context runs in the layer's") {
@@ -175,23 +194,15 @@ TEST_CASE("a forward from a thread with no current context runs in the layer's")
   // stream's workspace and loads the kernels, which must happen in the layer's context (MoeLayer's
   // LayerContextScope), and the thread's own state is left as it was.
   runtime::ScopedContext ctx(0);
-  const codegen::MoeConfig config = gpu_test::small_config("fresh-thread", 32, 4, 1024, 512);
-  const reference::MoeProblem p = oracle::problem_of(config);
-  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() + 9);
-  runtime::MoeLayer layer(config, w.device());
-  const int B = 8;
-  const oracle::RandomInputs in = oracle::random_inputs(p, B, oracle::RoutingKind::uniform, gpu_test::seed() + 10);
-  DeviceInputs dev(p, B);
-  CUstream stream = nullptr;
-  MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
-  dev.upload(in, stream);
-  MOEJIT_CU(cuMemsetD8Async, dev.y.ptr(), 0xFF, dev.y.bytes(), stream);
-  MOEJIT_CU(cuStreamSynchronize, stream);
+  StreamCase c("fresh-thread", gpu_test::seed() + 9);
+  runtime::MoeLayer layer(c.config, c.w.device());
+  MOEJIT_CU(cuMemsetD8Async, c.dev.y.ptr(), 0xFF, c.dev.y.bytes(), c.stream);
+  MOEJIT_CU(cuStreamSynchronize, c.stream);
   std::string error;
   CUcontext after = reinterpret_cast<CUcontext>(1);
   std::thread worker([&] {
     try {
-      layer.forward(dev.args(B), stream);
+      layer.forward(c.dev.args(c.B), c.stream);
       runtime::driver().cuCtxGetCurrent(&after);
     } catch (const std::exception& e) {
       error = e.what();
@@ -200,11 +211,8 @@ TEST_CASE("a forward from a thread with no current context runs in the layer's")
   worker.join();
   CHECK(error.empty());
   CHECK(after == nullptr);  // the worker's (empty) current context restored
-  const std::vector<std::uint16_t> y = download_sync(dev.y, stream);
-  CHECK(bad_elements(y) == 0);
-  CHECK(cosine_vs_reference(w, p, in, y) >= 0.99999);
-  layer.release_stream(stream);
-  runtime::driver().cuStreamDestroy(stream);
+  c.check_y();
+  layer.release_stream(c.stream);
 }
 
 TEST_CASE("a forward of B launches B's plan, whichever batch size ran first") {
