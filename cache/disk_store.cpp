@@ -198,6 +198,12 @@ PublishStatus DiskStore::commit(const Staged& staged, std::string* error) {
   return PublishStatus::published;
 }
 
+void DiskStore::keep_staged(const std::vector<Staged>& staged) const {
+  const fs::Dir store = open(false, nullptr);
+  if (!store) return;
+  for (const Staged& s : staged) fs::touch(store, s.folder);
+}
+
 void DiskStore::discard(const Staged& staged) {
   if (const fs::Dir store = open(false, nullptr)) fs::remove_tree(store, staged.folder);
 }

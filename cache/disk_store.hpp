@@ -88,6 +88,9 @@ class DiskStore {
   std::optional<Staged> stage(std::string_view key, const Entry& entry, std::string* error);
   PublishStatus commit(const Staged& staged, std::string* error);
   void discard(const Staged& staged);
+  // Marks staged folders as in use now: sweep_stale() takes a temp folder k_stale_seconds old for a crashed
+  // writer's, so a caller that holds staged folders longer than that (a large import) refreshes them.
+  void keep_staged(const std::vector<Staged>& staged) const;
   // Renames the entry away, then deletes it. False (with *error) if it was
   // not there or could not be renamed; *absent tells the first apart (another
   // process removed it first: a clear that races an eviction is not a failure).

@@ -190,7 +190,16 @@ int cache_import(cache::DiskStore& disk, const cache::Config& config, const std:
   };
   int present = 0;
   std::vector<std::string> keys;
+  // Another process's sweep deletes temp folders k_stale_seconds old: the ones staged first are refreshed while
+  // the rest are written (a bundle of many GB on a slow disk), and once more before they are committed.
+  std::int64_t refreshed = cache::fs::now_seconds();
+  auto keep_staged = [&](bool now) {
+    if (!now && cache::fs::now_seconds() - refreshed < cache::k_stale_seconds / 5) return;
+    disk.keep_staged(staged);
+    refreshed = cache::fs::now_seconds();
+  };
   for (const cache::BundleEntry& e : entries) {
+    keep_staged(false);
     keys.push_back(e.key);
     const cache::LoadStatus here = disk.load(e.key).status;
     if (here == cache::LoadStatus::hit) {
@@ -202,6 +211,7 @@ int cache_import(cache::DiskStore& disk, const cache::Config& config, const std:
     if (!s) throw abandon(error);
     staged.push_back(std::move(*s));
   }
+  keep_staged(true);
   std::vector<std::string> committed;
   for (size_t i = 0; i < staged.size(); ++i) {
     disk.remove(staged[i].key);  // a damaged or stale entry under this key

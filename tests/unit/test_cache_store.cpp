@@ -181,6 +181,25 @@ TEST_CASE("sweep_stale removes what crashed processes left, and nothing live") {
   CHECK(test::names_in(disk.dir()) == std::vector<std::string>{".tmp-live-3", key_of("live") + ".lock"});
 }
 
+TEST_CASE("keep_staged: a folder staged long ago survives another process's sweep until it is committed") {
+  TempDir tmp;
+  cache::DiskStore disk(tmp.path());
+  std::string error;
+  std::vector<cache::DiskStore::Staged> staged;
+  for (const std::string tag : {"s0", "s1"}) {
+    std::optional<cache::DiskStore::Staged> s = disk.stage(key_of(tag), test::fake_entry(tag, 1000), &error);
+    REQUIRE(s);
+    staged.push_back(std::move(*s));
+  }
+  const std::int64_t old = cache::fs::now_seconds() - 2 * cache::k_stale_seconds;
+  for (const auto& s : staged) set_mtime(disk.dir() + "/" + s.folder, old);
+  disk.keep_staged({staged[0]});
+  CHECK(disk.sweep_stale().temp_folders == 1);  // the one not kept: what an import lost before keep_staged
+  CHECK(disk.commit(staged[0], &error) == cache::PublishStatus::published);
+  CHECK(disk.load(key_of("s0")).status == cache::LoadStatus::hit);
+  CHECK(disk.commit(staged[1], &error) == cache::PublishStatus::failed);
+}
+
 // Run by the ctest cache_evicts_without_flock, with a preloaded flock that answers ENOLCK (no_flock_preload.cpp).
 TEST_CASE("without flock: entries still publish, and evict_to still holds the cap" * doctest::skip()) {
   TempDir tmp;
