@@ -27,17 +27,7 @@ std::string program_log(nvrtcProgram p) {
   log.resize(size - 1);
   return log;
 }
-}  // namespace
 
-std::vector<std::string> nvrtc_options(Target) {
-  // -std=c++20: the entries build their parameter structs with designated
-  // initializers, so a field moved or renamed in a template fails to compile.
-  // -default-device: host functions in templates would otherwise need __device__.
-  // IEEE division and denormals: the numerics (seed §5.4) are specified without fast math.
-  return {"-std=c++20", "-default-device", "--ftz=false", "--prec-div=true", "-DNDEBUG", "-lineinfo"};
-}
-
-namespace {
 // With -lineinfo NVRTC names the program and its in-memory headers in `.file` directives as paths under the
 // working directory: the same key's PTX (and cubin) differed by where it was built, and an exported bundle
 // carried the builder's folders. They become /moejit/<name>.
@@ -54,6 +44,14 @@ std::string without_working_directory(std::string ptx) {
   return ptx;
 }
 }  // namespace
+
+std::vector<std::string> nvrtc_options(Target) {
+  // -std=c++20: the entries build their parameter structs with designated
+  // initializers, so a field moved or renamed in a template fails to compile.
+  // -default-device: host functions in templates would otherwise need __device__.
+  // IEEE division and denormals: the numerics (seed §5.4) are specified without fast math.
+  return {"-std=c++20", "-default-device", "--ftz=false", "--prec-div=true", "-DNDEBUG", "-lineinfo"};
+}
 
 PtxResult compile_to_ptx(const EmittedSource& source, Target target) {
   const auto start = std::chrono::steady_clock::now();
