@@ -10,11 +10,17 @@
 
 namespace moejit::tools {
 namespace {
+constexpr int k_max_batch = 65536;
+
+// A size (or a range's end) above k_max_batch is refused here, before anything is expanded: at INT_MAX the
+// expansion's counter overflowed and never stopped.
 int parse_positive(std::string_view text, std::string_view whole) {
   int v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < 1)
     throw UsageError(fmt::format("--batches: '{}' in '{}' is not a positive integer", excerpt(text), excerpt(whole)));
+  if (v > k_max_batch)
+    throw UsageError(fmt::format("--batches: {} is outside the allowed range [1, {}]", v, k_max_batch));
   return v;
 }
 
@@ -31,7 +37,6 @@ std::vector<int> parse_batches(std::string_view text) {
     if (const size_t dash = part.find('-'); dash != std::string_view::npos) {
       const int lo = parse_positive(part.substr(0, dash), text), hi = parse_positive(part.substr(dash + 1), text);
       if (lo > hi) throw UsageError(fmt::format("--batches: range '{}' is empty", excerpt(part)));
-      if (hi > 65536) throw UsageError(fmt::format("--batches: {} exceeds the maximum of 65536", hi));
       ranges.emplace_back(lo, hi);
     } else {
       const int b = parse_positive(part, text);

@@ -100,6 +100,11 @@ TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields
   CHECK((all.front() == 1 && all.back() == 65536));
   CHECK_THROWS_WITH_AS(tools::parse_batches("0-4"), doctest::Contains("not a positive integer"), tools::UsageError);
   CHECK_THROWS_WITH_AS(tools::parse_batches("8-4"), doctest::Contains("is empty"), tools::UsageError);
+  // A size at INT_MAX overflowed the expansion's counter, which never stopped; any size above the cap is refused.
+  for (const char* big : {"2147483647", "65537", "1,65537", "8-2147483647"})
+    CHECK_THROWS_WITH_AS(tools::parse_batches(big), doctest::Contains("outside the allowed range [1, 65536]"),
+                         tools::UsageError);
+  CHECK(tools::parse_batches("65536") == std::vector<int>{65536});
   CHECK_THROWS_WITH_AS(tools::parse_targets("sm_90a,sm_75"), doctest::Contains("'sm_75' is not one of"),
                        tools::UsageError);
 }
