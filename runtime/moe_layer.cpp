@@ -27,6 +27,7 @@ constexpr std::size_t k_max_graphs_per_stream = 256;
 
 struct MoeLayer::StreamState {
   DeviceBuffer workspace;
+  bool captured = false;  // a capture on this stream holds the workspace's address in the caller's graph
   std::unordered_map<LaunchKey, std::shared_ptr<RoleGraph>, LaunchKeyHash> graphs;
 };
 
@@ -159,8 +160,7 @@ MoeLayer::~MoeLayer() {
   // Work still queued on the streams may use the graphs and workspaces that
   // the members' destructors free next (graphs before the kernels they launch).
   if (const DriverApi* api = try_driver()) {
-    for (auto& [stream, state] : streams_)
-      if (!state->graphs.empty()) api->cuStreamSynchronize(stream);
+    for (auto& [stream, state] : streams_) api->cuStreamSynchronize(stream);  // eager launches use workspaces too
     if (setup_stream_) api->cuStreamDestroy(setup_stream_);
   }
 }
@@ -241,13 +241,17 @@ void MoeLayer::release_stream(CUstream stream) {
   const auto it = streams_.find(stream);
   if (it == streams_.end()) return;
   MOEJIT_CU(cuStreamSynchronize, stream);
+  // A graph the caller captured on this stream replays on any stream, later, with this workspace's address in it.
+  if (it->second->captured && it->second->workspace.ptr())
+    retired_workspaces_.push_back(std::move(it->second->workspace));
   streams_.erase(it);
   std::erase_if(graphs_, [](const auto& g) { return g.second.use_count() == 1; });
 }
 
-MoeLayer::StreamState& MoeLayer::stream_state_locked(CUstream stream) {
+MoeLayer::StreamState& MoeLayer::stream_state_locked(CUstream stream, bool capturing) {
   auto& slot = streams_[stream];
   if (!slot) slot = std::make_unique<StreamState>();
+  slot->captured |= capturing;
   return *slot;
 }
 
@@ -352,12 +356,13 @@ std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream
   if (auto s = streams_.find(stream); s != streams_.end())
     if (auto it = s->second->graphs.find(key); it != s->second->graphs.end()) {
       ++graph_counters_.warm_hits;
+      s->second->captured |= capturing;
       return it->second;
     }
   // Cold: may compile, allocate and synchronize the setup stream, all of
   // which a capture in global mode would refuse.
   RelaxedCaptureScope relaxed(capturing);
-  StreamState& st = stream_state_locked(stream);
+  StreamState& st = stream_state_locked(stream, capturing);
   const TokenLaunch& t = kernels_for_locked(a.tokens);
   std::vector<RoleLaunch> roles = role_launches(t, a, workspace_for_locked(a, st));
   const bool pdl = pdl_for(t);
@@ -395,7 +400,7 @@ std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream str
   validate_forward_args(config_, options_, a);
   const LayerContextScope scope(context_, cu_device_);
   std::lock_guard lock(mutex_);
-  return role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream)));
+  return role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream, false)));
 }
 
 void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvents* events) {
@@ -412,7 +417,7 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
       RelaxedCaptureScope relaxed(capturing);
       const TokenLaunch& t = kernels_for_locked(a.tokens);
       pdl = pdl_for(t);
-      roles = role_launches(t, a, workspace_for_locked(a, stream_state_locked(stream)));
+      roles = role_launches(t, a, workspace_for_locked(a, stream_state_locked(stream, capturing)));
     }
     if (!events) return launch_roles(roles, stream, pdl);
     // start, [dispatch], dispatched, compute, computed, finalize, finalized.

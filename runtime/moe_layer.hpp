@@ -154,7 +154,9 @@ class MoeLayer {
   // without a caller's workspace).
   CUdeviceptr workspace(CUstream stream) const;
   // Waits for `stream`, then frees its workspace and graphs (call it before
-  // destroying a stream the layer has seen; a later forward starts afresh).
+  // destroying a stream the layer has seen; a later forward starts afresh). A
+  // stream that captured a forward keeps its workspace until the layer is
+  // destroyed: the caller's captured graphs still write it.
   void release_stream(CUstream stream);
   // The launch plan a forward of `tokens` runs (pure: no kernel is built).
   codegen::MoeLaunchPlan plan(int tokens) const;
@@ -199,7 +201,7 @@ class MoeLayer {
   };
   const TokenLaunch& kernels_for_locked(int tokens);
   static bool pdl_for(const TokenLaunch& t) { return t.plan.pdl; }  // plan() applied MoeLayerOptions::pdl
-  StreamState& stream_state_locked(CUstream stream);
+  StreamState& stream_state_locked(CUstream stream, bool capturing);
   // The caller's workspace, checked, or the stream's own (allocated and zeroed on first use).
   CUdeviceptr workspace_for_locked(const MoeForwardArgs& a, StreamState& st);
   void check_caller_workspace(CUdeviceptr ws) const;
@@ -231,6 +233,7 @@ class MoeLayer {
   std::vector<std::unique_ptr<TokenLaunch>> by_tokens_;          // [B] -> kernels and plan, filled on first use
   std::unordered_map<CUstream, std::unique_ptr<StreamState>> streams_;
   std::unordered_map<std::string, std::shared_ptr<RoleGraph>> graphs_;  // the child-graph cache, by digest
+  std::vector<DeviceBuffer> retired_workspaces_;                        // of released streams that captured forwards
   GraphCounters graph_counters_;
 };
 

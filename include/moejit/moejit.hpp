@@ -243,7 +243,9 @@ class MOEJIT_API Layer {
   void forward(const ForwardArgs& args, void* stream);
   Plan plan(int tokens) const;
   std::int64_t workspace_bytes() const;  // per stream
-  // Waits for `stream`, then frees its workspace and graphs.
+  // Waits for `stream`, then frees its workspace and graphs. A stream that captured a forward keeps its
+  // workspace until the layer is destroyed (a captured graph writes it wherever it replays); destroy such
+  // graphs before the layer.
   void release_stream(void* stream);
 
  private:

@@ -215,6 +215,41 @@ TEST_CASE("a forward from a thread with no current context runs in the layer's")
   layer.release_stream(c.stream);
 }
 
+TEST_CASE("a graph captured on a stream the layer released replays on another stream, after a warm capture too") {
+  // An engine captures its decode step on a side stream, releases and destroys that stream, and replays the graph
+  // on its main stream: the workspace the capture recorded must still be the layer's (it was freed with the
+  // stream, and the replay wrote freed memory).
+  runtime::ScopedContext ctx(0);
+  StreamCase c("released-capture", gpu_test::seed() + 11);
+  runtime::MoeLayer layer(c.config, c.w.device());
+  for (const bool warm : {false, true}) {
+    INFO("warm ", warm);
+    CUstream side = nullptr;
+    MOEJIT_CU(cuStreamCreate, &side, CU_STREAM_NON_BLOCKING);
+    if (warm) layer.forward(c.dev.args(c.B), side);  // the capture below finds this graph
+    MOEJIT_CU(cuStreamSynchronize, side);
+    MOEJIT_CU(cuStreamBeginCapture, side, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    layer.forward(c.dev.args(c.B), side);
+    CUgraph step = nullptr;
+    MOEJIT_CU(cuStreamEndCapture, side, &step);
+    CUgraphExec exec = nullptr;
+    MOEJIT_CU(cuGraphInstantiateWithFlags, &exec, step, 0);
+    layer.release_stream(side);
+    MOEJIT_CU(cuStreamDestroy, side);
+    // Memory the freed workspace would have gone back to, filled with what no forward leaves in a workspace.
+    DeviceBuffer other(static_cast<std::size_t>(layer.workspace_bytes()));
+    MOEJIT_CU(cuMemsetD8Async, other.ptr(), 0xA5, other.bytes(), c.stream);
+    for (int replay = 0; replay < 2; ++replay) {
+      MOEJIT_CU(cuMemsetD8Async, c.dev.y.ptr(), 0xFF, c.dev.y.bytes(), c.stream);
+      MOEJIT_CU(cuGraphLaunch, exec, c.stream);
+      c.check_y();
+    }
+    runtime::driver().cuGraphExecDestroy(exec);
+    runtime::driver().cuGraphDestroy(step);
+  }
+  layer.release_stream(c.stream);
+}
+
 TEST_CASE("a forward of B launches B's plan, whichever batch size ran first") {
   // The kernels of B = 1 also serve B = 256 (the same compute kernel), but
   // the streaming roles' grids grow with B: a layer that kept the first B's
