@@ -32,6 +32,16 @@ struct MoeLayer::StreamState {
 };
 
 namespace {
+// A layer keeps one workspace per stream handle; CU_STREAM_PER_THREAD is one handle for a different stream in each
+// thread, whose concurrent forwards would share a workspace.
+void require_stream_handle(CUstream stream) {
+  if (stream == CU_STREAM_PER_THREAD)
+    throw InvalidInput("stream",
+                       "stream = CU_STREAM_PER_THREAD (cudaStreamPerThread) is invalid: it names a different stream in "
+                       "each thread, and a layer keeps one workspace per stream handle; pass a stream of your own, or "
+                       "0 (the legacy default stream)");
+}
+
 const char* role_name(const codegen::KernelSpec& spec) {
   if (spec.kernel == "moe_dispatch") return "dispatch";
   if (spec.kernel == "moe_compute") return "compute";
@@ -182,8 +192,10 @@ const MoeLayer::TokenLaunch& MoeLayer::kernels_for_locked(int tokens) {
     throw std::logic_error(fmt::format("B={}: the plan's workspace ({} B) differs from the layer's ({} B)", tokens,
                                        plan.workspace_bytes, workspace_bytes_));
   std::vector<codegen::KernelSpec> specs = codegen::moe_role_specs(config_, plan);
-  auto& slot = kernels_[specs[specs.size() - 2].summary()];  // by the compute kernel's every key field
-  if (!slot) {
+  // By the compute kernel's every key field; inserted only once built, so a failed build leaves no empty entry.
+  const std::string kernels_key = specs[specs.size() - 2].summary();
+  auto slot_at = kernels_.find(kernels_key);
+  if (slot_at == kernels_.end()) {
     auto k = std::make_unique<RoleKernels>();
     CUdevice device = 0;
     MOEJIT_CU(cuDeviceGet, &device, device_.ordinal);
@@ -213,9 +225,9 @@ const MoeLayer::TokenLaunch& MoeLayer::kernels_for_locked(int tokens) {
       k->keys.push_back(std::move(l.key));
     }
     k->specs = std::move(specs);
-    slot = std::move(k);
+    slot_at = kernels_.emplace(kernels_key, std::move(k)).first;
   }
-  by_tokens_[tokens] = std::make_unique<TokenLaunch>(TokenLaunch{slot.get(), std::move(plan)});
+  by_tokens_[tokens] = std::make_unique<TokenLaunch>(TokenLaunch{slot_at->second.get(), std::move(plan)});
   return *by_tokens_[tokens];
 }
 
@@ -398,6 +410,7 @@ void MoeLayer::check_routes(const MoeForwardArgs& a, CUstream stream, bool captu
 
 std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream stream) {
   validate_forward_args(config_, options_, a);
+  require_stream_handle(stream);
   const LayerContextScope scope(context_, cu_device_);
   std::lock_guard lock(mutex_);
   return role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream, false)));
@@ -405,6 +418,7 @@ std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream str
 
 void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvents* events) {
   validate_forward_args(config_, options_, a);
+  require_stream_handle(stream);
   const LayerContextScope scope(context_, cu_device_);
   const bool capturing = stream_is_capturing(stream);
   if (options_.check_routes_on_host) check_routes(a, stream, capturing);

@@ -57,19 +57,32 @@ void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
     CUdeviceptr in, in_scales, out;
     std::size_t bytes;
   };
-  for (const Projection& p : {Projection{codegen::Projection::w1, weights.w1, weights.s1, w1_.ptr(), w1_bytes},
-                              Projection{codegen::Projection::w2, weights.w2, weights.s2, w2_.ptr(), w2_bytes}}) {
-    const codegen::KernelSpec spec = codegen::moe_weight_transform_spec(config_, *atom_, target_, p.which);
-    const detail::Loaded kernel = detail::load(spec);
-    KernelArgs args = NamedArgs()
-                          .ptr("payload_in", p.in)
-                          .ptr("scales_in", p.in_scales)
-                          .ptr("packed", p.out)
-                          .ptr("status", status.ptr())
-                          .bind(spec);
-    const std::size_t words = p.bytes / 4;
-    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((words + 255) / 256, 65535));
-    kernel.kernel->launch({grid, codegen::k_transform_threads, 0}, nullptr, args.pointers());
+  const Projection projections[] = {{codegen::Projection::w1, weights.w1, weights.s1, w1_.ptr(), w1_bytes},
+                                    {codegen::Projection::w2, weights.w2, weights.s2, w2_.ptr(), w2_bytes}};
+  // Both transforms are built (or refused, under MOEJIT_NO_JIT) before either launches: a failure after a launch
+  // would unwind, freeing `status` and the packed buffers under a running kernel.
+  std::vector<codegen::KernelSpec> specs;
+  std::vector<detail::Loaded> kernels;
+  for (const Projection& p : projections) {
+    specs.push_back(codegen::moe_weight_transform_spec(config_, *atom_, target_, p.which));
+    kernels.push_back(detail::load(specs.back()));
+  }
+  try {
+    for (std::size_t i = 0; i < 2; ++i) {
+      const Projection& p = projections[i];
+      KernelArgs args = NamedArgs()
+                            .ptr("payload_in", p.in)
+                            .ptr("scales_in", p.in_scales)
+                            .ptr("packed", p.out)
+                            .ptr("status", status.ptr())
+                            .bind(specs[i]);
+      const std::size_t words = p.bytes / 4;
+      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((words + 255) / 256, 65535));
+      kernels[i].kernel->launch({grid, codegen::k_transform_threads, 0}, nullptr, args.pointers());
+    }
+  } catch (...) {
+    driver().cuCtxSynchronize();  // the first transform may be running
+    throw;
   }
   int flags[2] = {};
   MOEJIT_CU(cuCtxSynchronize);

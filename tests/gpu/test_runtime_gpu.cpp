@@ -151,7 +151,9 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
   runtime::driver().cuStreamDestroy(eager);
 }
 
-TEST_CASE("a layer refuses a GPU the machine lacks, and host route checks read the ids the caller's stream wrote") {
+TEST_CASE(
+    "a layer refuses a GPU the machine lacks and the per-thread stream handle, and host route checks read the ids the "
+    "caller's stream wrote") {
   runtime::ScopedContext ctx(0);
   StreamCase c("routes-check", gpu_test::seed() + 7);
   runtime::MoeLayerOptions far;
@@ -187,6 +189,10 @@ TEST_CASE("a layer refuses a GPU the machine lacks, and host route checks read t
   CHECK_NOTHROW(layer.forward(c.dev.args(c.B), router));
   c.check_y();
   layer.release_stream(router);
+  // One handle for a different stream in each thread: their forwards would share one workspace.
+  CHECK_THROWS_WITH_AS(layer.forward(c.dev.args(c.B), CU_STREAM_PER_THREAD),
+                       doctest::Contains("stream = CU_STREAM_PER_THREAD (cudaStreamPerThread) is invalid"),
+                       runtime::InvalidInput);
 }
 
 TEST_CASE("a forward from a thread with no current context runs in the layer's") {
