@@ -11,6 +11,7 @@ std::optional<PtxVersion> PtxVersion::parse(std::string_view text) {
   if (dot == std::string_view::npos || dot == 0 || dot + 1 == text.size()) return std::nullopt;
   PtxVersion v;
   auto read = [](std::string_view s, int& out) {
+    if (s.empty() || s[0] < '0' || s[0] > '9') return false;  // from_chars takes a sign: "9.-1" read as 9.(-1)
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     return ec == std::errc() && end == s.data() + s.size() && s.size() <= 4;
   };

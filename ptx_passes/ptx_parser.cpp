@@ -153,7 +153,11 @@ class Parser : private Scanner {
       const llvm::StringRef w = word(p);
       if (w == ".align") {
         p = skip_trivia(w.end());
-        const unsigned a = static_cast<unsigned>(number(p));
+        const char* at = p;
+        const std::int64_t a = number(p);
+        // A power of two the u32 field holds: 2^32 + 128 was read as 128, which the validate pass then accepted.
+        if (a < 1 || a > (std::int64_t{1} << 31) || (a & (a - 1)) != 0)
+          fail(at, "'.align' must be a power of two (1 to 2^31)");
         (prm.type.empty() ? prm.align : prm.pointer_align) = a;
         if (!prm.type.empty() && !prm.pointer) fail(w.begin(), "'.align' after the type needs '.ptr'");
         p = skip_trivia(p);

@@ -140,6 +140,11 @@ TEST_CASE("parse errors name file:line:col and the problem") {
        "t.ptx:4:21: error: unexpected '.bogus' between the formals and the body of entry 'k'"},
       {head + ".file 1 \"never closed\n", "t.ptx:4:9: error: unterminated string"},
       {head + "}\n", "t.ptx:4:1: error: unexpected '}'"},
+      // 2^32 + 128: it was truncated to 128 in the u32 field.
+      {head + ".visible .entry k(.param .align 4294967424 .b8 t[128])\n{\n}\n",
+       "t.ptx:4:33: error: '.align' must be a power of two (1 to 2^31)"},
+      {head + ".visible .entry k(.param .align 48 .b8 t[128])\n{\n}\n",
+       "t.ptx:4:33: error: '.align' must be a power of two (1 to 2^31)"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.text);

@@ -115,6 +115,9 @@ TEST_CASE("PTX ISA versions: parsing, order and the toolchain table") {
   CHECK(!PtxVersion::parse("9"));
   CHECK(!PtxVersion::parse("9."));
   CHECK(!PtxVersion::parse("a.b"));
+  CHECK(!PtxVersion::parse("9.-1"));  // --version-cap 9.-1 wrote `.version 9.-1`
+  CHECK(!PtxVersion::parse("-1.0"));
+  CHECK(!PtxVersion::parse("+9.0"));
   CHECK(PtxVersion{8, 7} < PtxVersion{8, 10});
   CHECK(ptx::ptx_isa_for_cuda(13, 0) == PtxVersion{9, 0});
   CHECK(ptx::ptx_isa_for_cuda(12, 8) == PtxVersion{8, 7});
