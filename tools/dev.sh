@@ -108,6 +108,7 @@ case "$cmd" in
     deps
     build release
     dest=${1:?usage: tools/dev.sh dist DIR}
+    case $dest in /*) ;; *) dest="$PWD/$dest" ;; esac  # the wheel's build finds the package here, from any folder
     cmake --install build/release --prefix "$dest" >/dev/null
     for t in build/release/tests/moejit_*_tests; do install -m 755 "$t" "$dest/bin/"; done
     # The wheel for the GPU machine's python3 (3.12, KINDS.md; MOEJIT_WHEEL_PYTHON
@@ -118,7 +119,7 @@ case "$cmd" in
     done
     log "Python wheel with $("$py" --version) ($py)"
     rm -rf "$dest/wheels"
-    CMAKE_PREFIX_PATH="$PWD/$dest" CMAKE_GENERATOR="Unix Makefiles" \
+    CMAKE_PREFIX_PATH="$dest" CMAKE_GENERATOR="Unix Makefiles" \
       "$py" -m pip wheel -q --disable-pip-version-check --no-deps -w "$dest/wheels" .
     echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)" >"$dest/COMMIT"
     log "installed into $dest"
