@@ -1,9 +1,11 @@
 // moejit doctor: what this machine offers moejit. Exits 0 without a GPU: a
 // machine that only precompiles is a supported machine. Exits 1 when the
-// kernel cache directory cannot be used: then nothing moejit compiles is kept.
+// kernel cache directory cannot be used, or the cache's environment does not parse: then nothing moejit
+// compiles is kept, or nothing runs.
 #include <fmt/format.h>
 
 #include "cache/cache_dir.hpp"
+#include "cache/config.hpp"
 #include "codegen/compiler_identity.hpp"
 #include "codegen/nvjitlink_linker.hpp"
 #include "codegen/smoke_kernel.hpp"
@@ -52,6 +54,13 @@ int cmd_doctor(int argc, char** argv) {
     cache_usable = check.usable;
     fmt::print("cache dir   {} ({}{})\n", cache_dir, check.usable ? "" : "PROBLEM: ", check.status);
     for (const std::string& w : check.warnings) fmt::print("            warning: {}\n", w);
+  }
+  // The variables every other command reads before it compiles: one that does not parse stops them all.
+  try {
+    cache::Config::from_env();
+  } catch (const std::exception& e) {
+    fmt::print("cache env   PROBLEM: {}\n", e.what());
+    cache_usable = false;
   }
   const int status = cache_usable ? 0 : 1;
 

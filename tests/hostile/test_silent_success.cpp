@@ -89,4 +89,13 @@ TEST_CASE("item 9: doctor checks that the cache directory can be used, and exits
   CHECK(test::contains(used.output, "(writable, 1 entries)"));
   CHECK(test::contains(used.output, "warning: " + scratch / "used/v1" + " is writable by every user (mode 777)"));
   CHECK(test::names_in(scratch / "used/v1").size() == 1);  // the probe file is gone
+
+  // The environment every other command refuses (run and precompile fail on it): doctor said all was well.
+  std::vector<std::pair<std::string, std::string>> bad_env = no_gpu;
+  bad_env.emplace_back("MOEJIT_NO_JIT", "maybe");
+  const test::CliResult env = test::moejit(scratch, scratch / "used", {"doctor"}, bad_env);
+  INFO(env.output);
+  CHECK(env.exit_code == 1);
+  CHECK(test::contains(env.output, "cache env   PROBLEM: "));
+  CHECK(test::contains(env.output, "MOEJIT_NO_JIT"));
 }
