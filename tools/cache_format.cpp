@@ -23,6 +23,9 @@ std::string format_age(std::int64_t s) {
 
 std::string format_seconds(double s) {
   if (s < 120) return fmt::format("{:.2f} s", s);
+  // The time comes from stats.json, which anyone who can write the cache can write: past 1e15 s (or NaN) the cast
+  // below would be undefined.
+  if (!(s < 1e15)) return fmt::format("{:.3g} s", s);
   const auto whole = static_cast<long long>(s);
   return fmt::format("{} min {} s", whole / 60, whole % 60);
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -17,6 +18,7 @@
 #include "jit/kernel_cache.hpp"
 #include "jit/precompile.hpp"
 #include "runtime/moe_layer.hpp"
+#include "tools/cache_format.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/precompile.hpp"
 
@@ -278,4 +280,12 @@ TEST_CASE("acceptance 4 from the CLI: strict mode fails a miss naming the key an
       codegen::moe_kernel_specs(codegen::builtin_model("glm5.2"), 8, codegen::builtin_profile("h200"), {}).front();
   CHECK(has(r.output, "MOEJIT_NO_JIT=1 forbids compiling, and kernel " + first.summary() + " (key " +
                           jit::cache_key(first) + ") is not in the kernel cache"));
+}
+
+TEST_CASE("cache stats formats any compile time stats.json can hold") {
+  CHECK(tools::format_seconds(0.42) == "0.42 s");
+  CHECK(tools::format_seconds(192) == "3 min 12 s");
+  // A hand-written {"compile_millis": 1e300}: the cast to long long was undefined.
+  CHECK(tools::format_seconds(1e297) == "1e+297 s");
+  CHECK(tools::format_seconds(std::numeric_limits<double>::infinity()) == "inf s");
 }
