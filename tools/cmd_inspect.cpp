@@ -253,6 +253,20 @@ int cmd_inspect(int argc, char** argv) {
     return 0;
   }
   args.no_positional();
+  if (int(args.has("kernel")) + int(args.has("ptx")) + int(args.has("model")) != 1)
+    throw UsageError("give exactly one of --kernel NAME, --model M (with --batch, --role) or --ptx FILE");
+  const codegen::Target target = target_of(args);
+  // An option of another mode is refused, not ignored: `--model ... --require OPCODE` checked nothing.
+  if (!args.has("ptx"))
+    for (const char* only_ptx : {"tensormap", "require", "entry"})
+      if (args.has(only_ptx))
+        throw UsageError(fmt::format("--{} is for --ptx: a built-in kernel declares its own", only_ptx));
+  if (!args.has("model")) {
+    std::vector<std::string> only_model = {"batch", "role", "shared-expert", "ranks"};
+    for (const OptionSpec& c : codegen_option_specs()) only_model.push_back(c.name);
+    for (const std::string& name : only_model)
+      if (args.has(name)) throw UsageError(fmt::format("--{} is for --model", name));
+  }
   if (auto dir = args.get("dump-dir")) {  // a folder that cannot be made is named before the compile, not after
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);
@@ -260,16 +274,8 @@ int cmd_inspect(int argc, char** argv) {
       throw UsageError(fmt::format("--dump-dir: cannot use '{}' as a folder: {}", excerpt(*dir),
                                    ec ? ec.message() : "it is not a directory"));
   }
-  if (int(args.has("kernel")) + int(args.has("ptx")) + int(args.has("model")) != 1)
-    throw UsageError("give exactly one of --kernel NAME, --model M (with --batch, --role) or --ptx FILE");
-  const codegen::Target target = target_of(args);
   if (args.has("model")) return inspect_spec(moe_spec(args, target), args);
-  for (const char* only_model : {"batch", "role", "shared-expert"})
-    if (args.has(only_model)) throw UsageError(fmt::format("--{} is for --model", only_model));
   if (auto name = args.get("kernel")) {
-    for (const char* only_ptx : {"tensormap", "require", "entry"})
-      if (args.has(only_ptx))
-        throw UsageError(fmt::format("--{} is for --ptx: a built-in kernel declares its own", only_ptx));
     const codegen::BuiltinKernel* kernel = codegen::find_builtin_kernel(*name);
     if (!kernel)
       throw UsageError(fmt::format("--kernel: '{}' is not one of {}", excerpt(*name), codegen::builtin_kernel_names()));

@@ -115,3 +115,28 @@ TEST_CASE("cli: inspect names an unreadable --ptx and an unusable --dump-dir bef
   CHECK(test::contains(keep.output, "would overwrite the input '" + input + "'; dump into another folder"));
   CHECK(test::read_text(input) == module);
 }
+
+TEST_CASE("cli: inspect refuses an option of another mode before anything, and makes no --dump-dir for a refusal") {
+  TempDir scratch;
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  // Each was ignored: `--model ... --require` validated nothing, and exited 0.
+  const Case cases[] = {
+      {{"--model", "glm5.2", "--target", "sm_90a", "--require", "mma.sync", "--entry", "x"}, "--require is for --ptx"},
+      {{"--kernel", "smoke", "--target", "sm_90a", "--path", "exact"}, "--path is for --model"},
+      {{"--kernel", "smoke", "--target", "sm_90a", "--ranks", "4"}, "--ranks is for --model"},
+      {{"--ptx", "x.ptx", "--target", "sm_90a", "--tile-n", "64"}, "--tile-n is for --model"},
+      {{"--target", "sm_90a"}, "give exactly one of --kernel NAME"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"inspect", "--dump-dir", scratch / "dump"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const test::CliResult r = test::moejit(scratch, scratch / "c", args);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(test::contains(r.output, c.expected));
+    CHECK_FALSE(std::filesystem::exists(scratch / "dump"));
+  }
+}
