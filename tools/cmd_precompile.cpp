@@ -49,10 +49,15 @@ jit::PrecompileRequest parse_request(const Args& args) {
   if (!args.has("targets")) throw UsageError("--targets is required (e.g. --targets sm_90a,sm_120a)");
   r.targets = parse_targets(*args.get("targets"));
   r.options = codegen_options(args);
-  if (r.config)
+  if (r.config) {
     apply_recipe(args, *r.config, r.options);
-  else if (args.has("recipe"))
-    throw UsageError("--recipe needs --model or --config");
+  } else {
+    // Without a model the kernels are codegen's own (the smoke kernel): a layer option or a batch list would be
+    // ignored, and the command would not have compiled what it was asked for.
+    if (args.has("batches")) throw UsageError("--batches needs --model or --config");
+    for (const OptionSpec& c : codegen_option_specs())
+      if (args.has(c.name)) throw UsageError(fmt::format("--{} needs --model or --config", c.name));
+  }
   return r;
 }
 

@@ -55,7 +55,7 @@ TEST_CASE("item 3: the CLI as a uid without a passwd entry and without HOME") {
   const unsigned uid = test::uid_without_passwd_entry();
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{MOEJIT_BINARY, "cache", "ls"},
-        std::vector<std::string>{MOEJIT_BINARY, "precompile", "--targets", "sm_90a", "--batches", "1"}}) {
+        std::vector<std::string>{MOEJIT_BINARY, "precompile", "--targets", "sm_90a"}}) {
     const test::CliResult r = test::run_as(uid, args);
     INFO(r.output);
     CHECK(r.exit_code == 1);

@@ -140,3 +140,18 @@ TEST_CASE("cli: inspect refuses an option of another mode before anything, and m
     CHECK_FALSE(std::filesystem::exists(scratch / "dump"));
   }
 }
+
+TEST_CASE("cli: precompile without a model refuses the layer options it would ignore, before compiling") {
+  TempDir scratch;
+  // Without --model/--config it compiles codegen's own kernels: each of these was dropped, and it exited 0.
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--path", "exact"}, {"--batches", "8"}, {"--tile-n", "16"}, {"--recipe", "w4a16"}}) {
+    std::vector<std::string> args = {"precompile", "--targets", "sm_90a"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const test::CliResult r = test::moejit(scratch, scratch / "c", args);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(test::contains(r.output, extra[0] + " needs --model or --config"));
+    CHECK_FALSE(std::filesystem::exists(scratch / "c"));  // nothing compiled
+  }
+}
