@@ -63,16 +63,17 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
     o.path = *parsed;
   }
   o.input_bf16 = args.has("input-bf16");
-  o.tile_n = static_cast<int>(args.get_int("tile-n", 0, 0, 64));
-  o.stages = static_cast<int>(args.get_int("stages", 0, 0, 16));
-  o.ctas_per_sm = static_cast<int>(args.get_int("ctas-per-sm", 0, 0, 8));
-  o.consumer_groups = static_cast<int>(args.get_int("consumer-groups", 0, 0, contract::kMaxGroups));
+  // A flag's range is its help's: 0 ("as planned") is the flag left out, not a value to give.
+  o.tile_n = static_cast<int>(args.get_int("tile-n", 0, 8, 64));
+  o.stages = static_cast<int>(args.get_int("stages", 0, 2, 16));
+  o.ctas_per_sm = static_cast<int>(args.get_int("ctas-per-sm", 0, 1, 8));
+  o.consumer_groups = static_cast<int>(args.get_int("consumer-groups", 0, 1, contract::kMaxGroups));
   if (auto s = args.get("schedule")) {
     const auto parsed = codegen::parse_schedule(*s);
     if (!parsed) throw UsageError(fmt::format("--schedule: '{}' is not one of stream, units", excerpt(*s)));
     o.schedule = *parsed;
   }
-  o.activation_warps = static_cast<int>(args.get_int("activation-warps", 0, 0, contract::kMaxActivationWarps));
+  o.activation_warps = static_cast<int>(args.get_int("activation-warps", 0, 1, contract::kMaxActivationWarps));
   o.decoded_scales = args.has("decoded-scales");
   o.subnormal_weight_scales = args.has("subnormal-weight-scales");
   if (auto m = args.get("ep-mode")) {

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "tools/cli_args.hpp"
+#include "tools/codegen_flags.hpp"
 
 using moejit::tools::Args;
 using moejit::tools::OptionSpec;
@@ -44,4 +45,23 @@ TEST_CASE("cli args: a repeatable option keeps every value in order") {
   CHECK(a.get_all("absent").empty());
   CHECK(a.get("batch") == "4");
   CHECK(moejit::tools::format_options(options).find("--tensormap NAME ...") != std::string::npos);
+}
+
+TEST_CASE("cli args: a codegen flag's range is its help's, and 0 (as planned) is the flag left out") {
+  const std::vector<OptionSpec> options = moejit::tools::codegen_option_specs();
+  auto options_of = [&](std::vector<std::string> words) {
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    return moejit::tools::codegen_options(Args(options, static_cast<int>(argv.size()), argv.data(), 0));
+  };
+  CHECK(options_of({}).stages == 0);
+  CHECK(options_of({"--stages", "2"}).stages == 2);
+  // An explicit 0 was taken as "planned", and 17 named the range [0, 16] against the help's 2..16.
+  CHECK_THROWS_WITH_AS(options_of({"--stages", "0"}), "--stages: 0 is outside the allowed range [2, 16]", UsageError);
+  CHECK_THROWS_WITH_AS(options_of({"--stages", "17"}), "--stages: 17 is outside the allowed range [2, 16]", UsageError);
+  CHECK_THROWS_WITH_AS(options_of({"--tile-n", "0"}), "--tile-n: 0 is outside the allowed range [8, 64]", UsageError);
+  CHECK_THROWS_WITH_AS(options_of({"--ctas-per-sm", "0"}), "--ctas-per-sm: 0 is outside the allowed range [1, 8]",
+                       UsageError);
+  CHECK_THROWS_AS(options_of({"--consumer-groups", "0"}), UsageError);
+  CHECK_THROWS_AS(options_of({"--activation-warps", "0"}), UsageError);
 }
