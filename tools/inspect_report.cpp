@@ -1,13 +1,17 @@
 #include "tools/inspect_report.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include "cache/fs_util.hpp"
 #include "ptx_passes/pipeline.hpp"
 #include "ptx_passes/pipeline_version.hpp"
 #include "ptx_passes/unified_diff.hpp"
@@ -15,10 +19,26 @@
 
 namespace moejit::tools {
 namespace {
+// Written beside its name and renamed over it: a link or FIFO left under the name (a dump folder in /tmp that
+// another user can write) is replaced, never followed or opened.
 void write_file(const std::filesystem::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+  const std::string tmp = path.string() + ".tmp-" + cache::fs::unique_suffix();
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  const int err = done == bytes.size() ? 0 : errno;
+  ::close(fd);
+  if (err != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int why = err ? err : errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(why)));
+  }
 }
 
 const std::string& ptx_before(const jit::BuildArtifacts& built, size_t stage) {

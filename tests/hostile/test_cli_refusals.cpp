@@ -5,6 +5,7 @@
 // --dump-dir failed only after the compile, or overwrote the PTX it had read. Each is now refused up front,
 // exit 2, naming the argument.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -154,4 +155,23 @@ TEST_CASE("cli: precompile without a model refuses the layer options it would ig
     CHECK(test::contains(r.output, extra[0] + " needs --model or --config"));
     CHECK_FALSE(std::filesystem::exists(scratch / "c"));  // nothing compiled
   }
+}
+
+TEST_CASE("cli: inspect --dump-dir replaces a link or FIFO left under a stage's name, never writes through it") {
+  TempDir scratch;
+  const std::filesystem::path dir = scratch / "shared-dump";
+  std::filesystem::create_directories(dir);
+  const std::string victim = scratch / "victim";
+  test::write_text(victim, "the user's file");
+  std::filesystem::create_symlink(victim, dir / "final.ptx");  // another user's link: the dump truncated its target
+  REQUIRE(::mkfifo((dir / "source.cu").c_str(), 0644) == 0);   // and a FIFO hung the dump
+  const test::CliResult r =
+      test::moejit(scratch, scratch / "c",
+                   {"inspect", "--kernel", "smoke", "--target", "sm_90a", "--dump-dir", dir.string()}, {}, 60);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(test::read_text(victim) == "the user's file");
+  CHECK(std::filesystem::is_regular_file(std::filesystem::symlink_status(dir / "final.ptx")));
+  CHECK(std::filesystem::is_regular_file(std::filesystem::symlink_status(dir / "source.cu")));
+  CHECK(test::contains(test::read_text((dir / "final.ptx").string()), ".entry"));
 }
