@@ -117,6 +117,7 @@ int cache_stats(cache::Cache& store, const cache::Config& config) {
 int cache_export(cache::DiskStore& disk, const std::string& file) {
   std::vector<cache::BundleEntry> entries;
   std::uint64_t bytes = 0;
+  int damaged = 0;
   for (const cache::EntryInfo& e : entries_of(disk)) {
     cache::Loaded l = disk.load(e.key);
     if (l.status != cache::LoadStatus::hit) {
@@ -124,6 +125,7 @@ int cache_export(cache::DiskStore& disk, const std::string& file) {
         fmt::print(stderr, "moejit cache export: skipping {} entry {} ({}): {}\n",
                    l.status == cache::LoadStatus::stale ? "stale" : "damaged", e.key.substr(0, 16), e.summary,
                    l.problem);
+      damaged += l.status != cache::LoadStatus::absent && l.status != cache::LoadStatus::stale;
       continue;
     }
     bytes += l.entry.bytes();
@@ -131,7 +133,14 @@ int cache_export(cache::DiskStore& disk, const std::string& file) {
   }
   cache::write_bundle(file, entries);
   fmt::print("exported {} entries ({}) to {}\n", entries.size(), format_bytes(bytes), file);
-  return 0;
+  // As verify: a stale entry is another moejit's or toolkit's and only listed; a damaged one is a kernel the
+  // bundle was asked for and lacks.
+  if (damaged == 0) return 0;
+  fmt::print(stderr,
+             "moejit cache export: {} damaged entries were left out of the bundle (moejit cache verify --remove "
+             "deletes them; the next use rebuilds them)\n",
+             damaged);
+  return 1;
 }
 
 // Refuses the whole bundle before writing anything if one entry was built by
@@ -251,7 +260,8 @@ int cmd_cache(int argc, char** argv) {
         "               exit 1 if any is bad; stale ones (another moejit or toolkit) are only listed\n"
         "  clear        delete every entry; exit 1 if one could not be deleted\n"
         "  stats        entries, size, and the counters summed over every process\n"
-        "  export FILE  write every entry into one relocatable bundle with checksums\n"
+        "  export FILE  write every entry that loads into one relocatable bundle with checksums; exit 1\n"
+        "               if a damaged one was left out (stale ones are only listed, as by verify)\n"
         "  import FILE  verify a bundle and add all of its entries or none; refused if it was built by\n"
         "               another toolkit or does not fit MOEJIT_CACHE_MAX_BYTES (bundles are unsigned:\n"
         "               import only from whom you would let write your cache; README: Trust model)\n\n"

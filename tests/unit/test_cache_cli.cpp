@@ -261,6 +261,19 @@ TEST_CASE("export and import: a relocatable bundle, verified, refused from anoth
     CHECK(refused.exit_code == 1);
     CHECK(has(refused.output, "the bundle is 4.0 GiB, more than the cache's cap MOEJIT_CACHE_MAX_BYTES = 1.0 GiB"));
   }
+  SUBCASE("an export that leaves a damaged entry out says so and exits 1, with the rest in the bundle") {
+    const std::string key = test::names_in(here + "/v1").front();  // sorted: an entry folder (64 hex digits)
+    REQUIRE(key.size() == 64);
+    for (const auto& f : std::filesystem::directory_iterator(here + "/v1/" + key))
+      if (f.path().filename() != "meta.json") test::flip_byte(f.path().string(), 0);
+    const std::string partial = scratch / "partial.moejit";
+    const test::ProcessResult r = moejit_cli(scratch, here, {"cache", "export", partial});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);  // it was 0: the bundle lacked a kernel and nothing said so but a warning
+    CHECK(has(r.output, "exported 4 entries"));
+    CHECK(has(r.output, "1 damaged entries were left out of the bundle"));
+    CHECK(cache::read_bundle(partial).size() == 4);
+  }
   SUBCASE("a damaged bundle is refused") {
     test::flip_byte(bundle, test::read_text(bundle).size() - 1);
     const test::ProcessResult refused = moejit_cli(scratch, scratch / "third", {"cache", "import", bundle});
