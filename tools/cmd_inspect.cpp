@@ -63,11 +63,7 @@ const std::vector<OptionSpec>& inspect_options() {
 codegen::KernelSpec moe_spec(const Args& args, codegen::Target target) {
   codegen::MoeConfig config = builtin_model_flag(args, *args.get("model"));
   config.ranks = static_cast<int>(args.get_int("ranks", 1, 1, 32));
-  try {
-    codegen::validate(config);
-  } catch (const codegen::ConfigError& e) {
-    throw UsageError(fmt::format("--ranks: {}", e.what()));
-  }
+  validate_with_ranks(args, config);
   const int batch = static_cast<int>(args.get_int("batch", 8, 1, config.token_capacity));
   codegen::MoeCodegenOptions options = codegen_options(args);
   apply_recipe(args, config, options);

@@ -107,7 +107,7 @@ int cmd_plan(int argc, char** argv) {
   if (args.has("dispatch-sms"))
     config.dispatch_sms =  // at least one SM left for the compute role, as the launch plan's split needs
         static_cast<int>(args.get_int("dispatch-sms", config.dispatch_sms, 2, device.sm_count - 1));
-  codegen::validate(config);
+  validate_with_ranks(args, config);
 
   if (args.has("batch") == args.has("batches"))
     throw UsageError("give exactly one of --batch B or --batches LIST (see --help)");

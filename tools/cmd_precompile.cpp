@@ -36,10 +36,12 @@ jit::PrecompileRequest parse_request(const Args& args) {
   } else if (args.has("shared-expert")) {
     throw UsageError("--shared-expert needs --model or --config");
   }
-  if (r.config)
+  if (r.config) {
     r.config->ranks = static_cast<int>(args.get_int("ranks", r.config->ranks, 1, 32));
-  else if (args.has("ranks"))
+    validate_with_ranks(args, *r.config);
+  } else if (args.has("ranks")) {
     throw UsageError("--ranks needs --model or --config");
+  }
   // By default every B the workspace holds (a server meets any of them); the smoke kernel has no capacity.
   const int capacity = r.config ? r.config->token_capacity : 256;
   r.batches = parse_batches(args.get_or("batches", fmt::format("1-{}", capacity)));

@@ -55,6 +55,16 @@ std::vector<OptionSpec> codegen_option_specs() {
   };
 }
 
+void validate_with_ranks(const Args& args, const codegen::MoeConfig& config) {
+  try {
+    codegen::validate(config);
+  } catch (const codegen::ConfigError& e) {
+    if (args.has("ranks") && (e.field() == "experts" || e.field() == "ranks"))
+      throw UsageError(fmt::format("--ranks: {}", e.what()));
+    throw;
+  }
+}
+
 codegen::MoeCodegenOptions codegen_options(const Args& args) {
   codegen::MoeCodegenOptions o;
   if (auto p = args.get("path")) {

@@ -22,6 +22,9 @@ void apply_recipe(const Args& args, codegen::MoeConfig& config, codegen::MoeCode
 // --shared-expert (shared_expert_option()); UsageError for an unknown name or
 // a model without a shared expert.
 OptionSpec shared_expert_option();
+// codegen::validate(config), where a failure that --ranks caused (E not a multiple of R) is a UsageError naming
+// --ranks: the option is what the user should change.
+void validate_with_ranks(const Args& args, const codegen::MoeConfig& config);
 codegen::MoeConfig builtin_model_flag(const Args& args, std::string_view name);
 
 }  // namespace moejit::tools

@@ -175,3 +175,17 @@ TEST_CASE("cli: inspect --dump-dir replaces a link or FIFO left under a stage's 
   CHECK(std::filesystem::is_regular_file(std::filesystem::symlink_status(dir / "source.cu")));
   CHECK(test::contains(test::read_text((dir / "final.ptx").string()), ".entry"));
 }
+
+TEST_CASE("cli: a --ranks that does not divide the experts is a usage error naming --ranks, in every command") {
+  TempDir scratch;
+  // plan and precompile reported it as a failure of the model (exit 1), inspect as the option's.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"plan", "--model", "glm5.2", "--ranks", "3", "--batch", "8", "--device", "h200"},
+        {"precompile", "--model", "glm5.2", "--ranks", "3", "--batches", "8", "--targets", "sm_90a"},
+        {"inspect", "--model", "glm5.2", "--ranks", "3", "--target", "sm_90a"}}) {
+    const test::CliResult r = test::moejit(scratch, scratch / "c", args);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(test::contains(r.output, "--ranks: experts E = 256 is invalid: must be a positive multiple of ranks R = 3"));
+  }
+}
