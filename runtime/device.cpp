@@ -76,7 +76,10 @@ DeviceInfo query_device(int ordinal) {
 ScopedContext::ScopedContext(int ordinal) {
   MOEJIT_CU(cuDeviceGet, &device_, ordinal);
   MOEJIT_CU(cuDevicePrimaryCtxRetain, &ctx_, device_);
-  MOEJIT_CU(cuCtxSetCurrent, ctx_);
+  if (const CUresult r = driver().cuCtxSetCurrent(ctx_); r != CUDA_SUCCESS) {
+    driver().cuDevicePrimaryCtxRelease(device_);  // the destructor does not run for a constructor that throws
+    check_cu(r, "cuCtxSetCurrent");
+  }
 }
 
 ScopedContext::~ScopedContext() {
@@ -85,7 +88,9 @@ ScopedContext::~ScopedContext() {
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   if (bytes) {
-    MOEJIT_CU(cuMemAlloc, &ptr_, bytes);
+    // The size in the error: an out-of-memory on multi-GB packed weights said only CUDA_ERROR_OUT_OF_MEMORY.
+    if (const CUresult r = driver().cuMemAlloc(&ptr_, bytes); r != CUDA_SUCCESS)
+      check_cu(r, fmt::format("cuMemAlloc of {} B", bytes).c_str());
     count_alloc(bytes);
   }
 }

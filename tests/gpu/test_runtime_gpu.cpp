@@ -189,6 +189,9 @@ TEST_CASE(
   CHECK_NOTHROW(layer.forward(c.dev.args(c.B), router));
   c.check_y();
   layer.release_stream(router);
+  // An allocation the GPU cannot hold names its size.
+  CHECK_THROWS_WITH_AS(DeviceBuffer(std::size_t(1) << 50), doctest::Contains("cuMemAlloc of 1125899906842624 B failed"),
+                       runtime::DriverError);
   // One handle for a different stream in each thread: their forwards would share one workspace.
   CHECK_THROWS_WITH_AS(layer.forward(c.dev.args(c.B), CU_STREAM_PER_THREAD),
                        doctest::Contains("stream = CU_STREAM_PER_THREAD (cudaStreamPerThread) is invalid"),
