@@ -303,7 +303,35 @@ void MoeLayer::check_caller_workspace(CUdeviceptr ws) const {
                                                 ws, room, workspace_bytes_));
 }
 
+void MoeLayer::check_forward_buffers(const MoeForwardArgs& a) const {
+  const auto rows = static_cast<std::uint64_t>(a.tokens), h = static_cast<std::uint64_t>(config_.hidden),
+             k = static_cast<std::uint64_t>(config_.top_k);
+  struct Buffer {
+    const char* field;
+    CUdeviceptr ptr;
+    std::uint64_t bytes;
+    const char* what;
+  };
+  const Buffer buffers[] = {{"x_q", a.x_q, rows * h, "B rows of E4M3 x"},
+                            {"x_scales", a.x_scales, rows * h / 32, "B rows of UE8M0 scales"},
+                            {"x_bf16", a.x_bf16, rows * h * 2, "B rows of BF16 x"},
+                            {"topk_ids", a.topk_ids, rows * k * 4, "B rows of int32 expert ids"},
+                            {"topk_weights", a.topk_weights, rows * k * 4, "B rows of FP32 routing weights"},
+                            {"y", a.y, rows * h * 2, "B rows of BF16 y"}};
+  for (const Buffer& b : buffers) {
+    if (!b.ptr) continue;  // validate_forward_args required the ones this layer reads
+    detail::require_device_bytes(b.field, b.field, b.ptr, b.bytes, fmt::format("{} (B = {})", b.what, a.tokens));
+    int ordinal = -1;
+    if (driver().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, b.ptr) == CUDA_SUCCESS &&
+        ordinal != device_.ordinal)
+      throw InvalidInput(b.field, fmt::format("{} = 0x{:x} is invalid: it is memory of GPU {}, and this layer runs "
+                                              "on GPU {}",
+                                              b.field, b.ptr, ordinal, device_.ordinal));
+  }
+}
+
 std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeForwardArgs& a, CUdeviceptr ws) const {
+  check_forward_buffers(a);
   const RoleKernels& k = *t.kernels;
   const auto tokens = static_cast<std::uint32_t>(a.tokens);
   const contract::WorkspaceLayout l = workspace_layout();

@@ -189,6 +189,14 @@ TEST_CASE(
   CHECK_NOTHROW(layer.forward(c.dev.args(c.B), router));
   c.check_y();
   layer.release_stream(router);
+  // A y one row short: the forward wrote past its end (only the Python wrapper checked shapes).
+  const DeviceBuffer short_y(static_cast<std::size_t>(c.B - 1) * c.config.hidden * 2);
+  runtime::MoeForwardArgs short_args = c.dev.args(c.B);
+  short_args.y = short_y.ptr();
+  const std::string short_message = "is invalid: it must be device memory holding the " +
+                                    std::to_string(c.B * c.config.hidden * 2) + " B of B rows of BF16 y";
+  CHECK_THROWS_WITH_AS(layer.forward(short_args, router), doctest::Contains(short_message.c_str()),
+                       runtime::InvalidInput);
   // An allocation the GPU cannot hold names its size.
   CHECK_THROWS_WITH_AS(DeviceBuffer(std::size_t(1) << 50), doctest::Contains("cuMemAlloc of 1125899906842624 B failed"),
                        runtime::DriverError);
