@@ -172,8 +172,15 @@ ptx::PipelineOptions file_options(const Args& args, codegen::Target target) {
       if (uses.empty() || uses.find_first_not_of("0123456789") != std::string::npos || uses.size() > 4)
         throw UsageError(fmt::format("--tensormap: '{}' is not NAME[:USES]", excerpt(spec)));
       map.uses = std::stoi(uses);
+      if (map.uses < 1)
+        throw UsageError(fmt::format("--tensormap: '{}': USES = {} is outside the allowed range [1, 9999]",
+                                     excerpt(spec), map.uses));
     }
     if (map.formal.empty()) throw UsageError(fmt::format("--tensormap: '{}' names no formal", excerpt(spec)));
+    // A second rewrite of the same formal failed in the pass, blaming the module for the option's repeat.
+    for (const ptx::TensorMapFormal& seen : o.tensormaps)
+      if (seen.formal == map.formal)
+        throw UsageError(fmt::format("--tensormap: formal '{}' is given twice", excerpt(map.formal)));
     o.tensormaps.push_back(std::move(map));
   }
   ptx::EntryAbi abi;

@@ -130,6 +130,10 @@ TEST_CASE("cli: inspect refuses an option of another mode before anything, and m
       {{"--kernel", "smoke", "--target", "sm_90a", "--ranks", "4"}, "--ranks is for --model"},
       {{"--ptx", "x.ptx", "--target", "sm_90a", "--tile-n", "64"}, "--tile-n is for --model"},
       {{"--target", "sm_90a"}, "give exactly one of --kernel NAME"},
+      {{"--ptx", "x.ptx", "--target", "sm_90a", "--tensormap", "t", "--tensormap", "t:2"},
+       "--tensormap: formal 't' is given twice"},
+      {{"--ptx", "x.ptx", "--target", "sm_90a", "--tensormap", "t:0"},
+       "USES = 0 is outside the allowed range [1, 9999]"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"inspect", "--dump-dir", scratch / "dump"};
