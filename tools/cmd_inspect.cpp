@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "codegen/builtin_kernels.hpp"
 #include "codegen/moe_kernels.hpp"
@@ -270,6 +271,21 @@ int cmd_inspect(int argc, char** argv) {
     for (const std::string& name : only_model)
       if (args.has(name)) throw UsageError(fmt::format("--{} is for --model", name));
   }
+  // Every option is read before --dump-dir is made: a refusal leaves no folder behind.
+  std::optional<codegen::KernelSpec> spec;
+  std::optional<ptx::PipelineOptions> options;
+  if (args.has("model")) {
+    spec = moe_spec(args, target);
+  } else if (auto name = args.get("kernel")) {
+    const codegen::BuiltinKernel* kernel = codegen::find_builtin_kernel(*name);
+    if (!kernel)
+      throw UsageError(fmt::format("--kernel: '{}' is not one of {}", excerpt(*name), codegen::builtin_kernel_names()));
+    if (!kernel->supports(target))
+      throw UsageError(fmt::format("--kernel: '{}' does not compile for {}", *name, target.name()));
+    spec = kernel->spec(target);
+  } else {
+    options = file_options(args, target);
+  }
   if (auto dir = args.get("dump-dir")) {  // a folder that cannot be made is named before the compile, not after
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);
@@ -277,23 +293,14 @@ int cmd_inspect(int argc, char** argv) {
       throw UsageError(fmt::format("--dump-dir: cannot use '{}' as a folder: {}", excerpt(*dir),
                                    ec ? ec.message() : "it is not a directory"));
   }
-  if (args.has("model")) return inspect_spec(moe_spec(args, target), args);
-  if (auto name = args.get("kernel")) {
-    const codegen::BuiltinKernel* kernel = codegen::find_builtin_kernel(*name);
-    if (!kernel)
-      throw UsageError(fmt::format("--kernel: '{}' is not one of {}", excerpt(*name), codegen::builtin_kernel_names()));
-    if (!kernel->supports(target))
-      throw UsageError(fmt::format("--kernel: '{}' does not compile for {}", *name, target.name()));
-    return inspect_spec(kernel->spec(target), args);
-  }
+  if (spec) return inspect_spec(*spec, args);
   const std::string path = *args.get("ptx");
-  const ptx::PipelineOptions options = file_options(args, target);
   jit::BuildArtifacts built;
   built.spec.target = target;
   built.ptx = read_ptx_file(path);
   const InspectView view{fmt::format("{} @ {}", path, target.name()), std::filesystem::path(path).filename().string(),
                          "ptx.input.ptx"};
-  return passes_and_show(std::move(built), view, options, args);
+  return passes_and_show(std::move(built), view, *options, args);
 }
 
 }  // namespace moejit::tools
