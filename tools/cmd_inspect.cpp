@@ -123,7 +123,10 @@ constexpr size_t k_max_ptx_bytes = size_t(64) << 20;
 
 std::string read_ptx_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw UsageError(fmt::format("--ptx: cannot read '{}': {}", path, std::strerror(errno)));
+  if (fd < 0) {
+    const int err = errno;  // before excerpt() allocates
+    throw UsageError(fmt::format("--ptx: cannot read '{}': {}", excerpt(path), std::strerror(err)));
+  }
   std::string text;
   char buf[65536];
   for (;;) {

@@ -30,7 +30,7 @@ codegen::MoeConfig read_config(const Args& args) {
     if (args.has("shared-expert") && !config.shared_expert)
       throw UsageError(fmt::format(
           "--shared-expert: {} defines no shared expert; add \"shared_expert\": {{\"k_group\": 32}} (or 128) to it",
-          *args.get("config")));
+          excerpt(*args.get("config"))));
   }
   config.ranks = static_cast<int>(args.get_int("ranks", config.ranks, 1, k_max_ranks));
   config.token_capacity =

@@ -69,7 +69,7 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
   codegen::MoeCodegenOptions o;
   if (auto p = args.get("path")) {
     const auto parsed = codegen::parse_path(*p);
-    if (!parsed) throw UsageError(fmt::format("--path: '{}' is not one of fast, exact", *p));
+    if (!parsed) throw UsageError(fmt::format("--path: '{}' is not one of fast, exact", excerpt(*p)));
     o.path = *parsed;
   }
   o.input_bf16 = args.has("input-bf16");
@@ -111,7 +111,7 @@ void apply_recipe(const Args& args, codegen::MoeConfig& config, codegen::MoeCode
   if (auto r = args.get("recipe")) {
     const auto recipe = codegen::parse_recipe(*r);
     if (!recipe)
-      throw UsageError(fmt::format("--recipe: '{}' is not one of {}", *r,
+      throw UsageError(fmt::format("--recipe: '{}' is not one of {}", excerpt(*r),
                                    codegen::names_of(codegen::k_recipes, codegen::recipe_name, "", ", ")));
     config.recipe = *recipe;
   }

@@ -65,3 +65,22 @@ TEST_CASE("cli args: a codegen flag's range is its help's, and 0 (as planned) is
   CHECK_THROWS_AS(options_of({"--consumer-groups", "0"}), UsageError);
   CHECK_THROWS_AS(options_of({"--activation-warps", "0"}), UsageError);
 }
+
+TEST_CASE("cli args: a long bad value is quoted as an excerpt, not whole") {
+  const std::vector<OptionSpec> options = moejit::tools::codegen_option_specs();
+  for (const char* flag : {"--path", "--recipe"}) {
+    std::vector<std::string> words = {flag, std::string(10000, 'x')};
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    const Args a(options, static_cast<int>(argv.size()), argv.data(), 0);
+    try {
+      moejit::codegen::MoeConfig config;
+      moejit::codegen::MoeCodegenOptions o = moejit::tools::codegen_options(a);
+      moejit::tools::apply_recipe(a, config, o);
+      FAIL("accepted");
+    } catch (const UsageError& e) {
+      CAPTURE(flag);
+      CHECK(std::string(e.what()).size() < 400);  // the 10000 characters were echoed
+    }
+  }
+}
