@@ -28,6 +28,7 @@ constexpr std::size_t k_max_graphs_per_stream = 256;
 struct MoeLayer::StreamState {
   DeviceBuffer workspace;
   bool captured = false;  // a capture on this stream holds the workspace's address in the caller's graph
+  LaunchKey checked{};    // the eager forward arguments check_forward_buffers last passed (tokens 0: none)
   std::unordered_map<LaunchKey, std::shared_ptr<RoleGraph>, LaunchKeyHash> graphs;
 };
 
@@ -304,8 +305,11 @@ void MoeLayer::check_forward_buffers(const MoeForwardArgs& a) const {
   }
 }
 
+MoeLayer::LaunchKey MoeLayer::launch_key(const MoeForwardArgs& a) {
+  return {a.tokens, a.x_q, a.x_scales, a.x_bf16, a.topk_ids, a.topk_weights, a.y, a.workspace, a.trace};
+}
+
 std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeForwardArgs& a, CUdeviceptr ws) const {
-  check_forward_buffers(a);
   const RoleKernels& k = *t.kernels;
   const auto tokens = static_cast<std::uint32_t>(a.tokens);
   const contract::WorkspaceLayout l = workspace_layout();
@@ -365,7 +369,7 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
 }
 
 std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing) {
-  const LaunchKey key{a.tokens, a.x_q, a.x_scales, a.x_bf16, a.topk_ids, a.topk_weights, a.y, a.workspace, a.trace};
+  const LaunchKey key = launch_key(a);
   std::lock_guard lock(mutex_);
   if (auto s = streams_.find(stream); s != streams_.end())
     if (auto it = s->second->graphs.find(key); it != s->second->graphs.end()) {
@@ -378,6 +382,7 @@ std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream
   RelaxedCaptureScope relaxed(capturing);
   StreamState& st = stream_state_locked(stream, capturing);
   const TokenLaunch& t = kernels_for_locked(a.tokens);
+  check_forward_buffers(a);
   std::vector<RoleLaunch> roles = role_launches(t, a, workspace_for_locked(a, st));
   const bool pdl = pdl_for(t);
   std::shared_ptr<RoleGraph>& graph = graphs_[role_graph_key(roles, pdl)];
@@ -415,6 +420,7 @@ std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream str
   require_stream_handle(stream);
   const LayerContextScope scope(context_, cu_device_);
   std::lock_guard lock(mutex_);
+  check_forward_buffers(a);
   return role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream, false)));
 }
 
@@ -433,7 +439,13 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
       RelaxedCaptureScope relaxed(capturing);
       const TokenLaunch& t = kernels_for_locked(a.tokens);
       pdl = pdl_for(t);
-      roles = role_launches(t, a, workspace_for_locked(a, stream_state_locked(stream, capturing)));
+      StreamState& st = stream_state_locked(stream, capturing);
+      // Once per argument set, as a graph is built once: the driver queries stay off the repeated forward.
+      if (!(st.checked == launch_key(a))) {
+        check_forward_buffers(a);
+        st.checked = launch_key(a);
+      }
+      roles = role_launches(t, a, workspace_for_locked(a, st));
     }
     if (!events) return launch_roles(roles, stream, pdl);
     // start, [dispatch], dispatched, compute, computed, finalize, finalized.

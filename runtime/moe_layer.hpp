@@ -202,11 +202,12 @@ class MoeLayer {
   const TokenLaunch& kernels_for_locked(int tokens);
   static bool pdl_for(const TokenLaunch& t) { return t.plan.pdl; }  // plan() applied MoeLayerOptions::pdl
   StreamState& stream_state_locked(CUstream stream, bool capturing);
+  static LaunchKey launch_key(const MoeForwardArgs& a);
   // The caller's workspace, checked, or the stream's own (allocated and zeroed on first use).
   CUdeviceptr workspace_for_locked(const MoeForwardArgs& a, StreamState& st);
   void check_caller_workspace(CUdeviceptr ws) const;
-  // Each input and output holds its B rows and lives on this layer's GPU (on a graph's first build, and on every
-  // eager forward: a short y was written past its end).
+  // Each input and output holds its B rows and lives on this layer's GPU (on a graph's first build, and on an
+  // eager forward whose arguments the stream's last did not have: a short y was written past its end).
   void check_forward_buffers(const MoeForwardArgs& a) const;
   std::vector<RoleLaunch> role_launches(const TokenLaunch& t, const MoeForwardArgs& a, CUdeviceptr ws) const;
   void pack_weights(const CheckpointWeightsDevice& weights);
