@@ -87,7 +87,7 @@ MOEJIT_HD constexpr int segment_columns(int rows, int tile_n) {
 struct ComputeSmemLayout {
   int x;        // [stages][x_stage_bytes]: a segment's rows, then (path_split_rows) its small rows
   int w;        // [stages][tiles * kWeightStepBytes]
-  int xs;       // [stages][tile_n] 16-byte scale records: word 0 is the column's UE8M0 scale word
+  int xs;       // [stages][tile_n] 16-byte scale records: word 0 is the column's UE8M0 scale word (fp8 rows)
   int route;    // int [stages][tile_n]: the route of each token column
   int full_w;   // u64 [stages]
   int full_x;   // u64 [stages]
@@ -114,7 +114,7 @@ MOEJIT_HD constexpr ComputeSmemLayout compute_smem_layout(int path, int groups, 
   int at = 0;
   l.x = at, at += (int)align_up((long long)stages * x_stage_bytes(path, tile_n), 1024);
   l.w = at, at += stages * tiles * kWeightStepBytes;
-  l.xs = at, at += kScaleRecordBytes * stages * tile_n;
+  l.xs = at, at += path_fp8_rows(path) ? kScaleRecordBytes * stages * tile_n : 0;  // BF16 images carry no scales
   l.route = at, at += 4 * stages * tile_n;
   at = (int)align_up(at, 8);
   l.full_w = at, at += 8 * stages;
