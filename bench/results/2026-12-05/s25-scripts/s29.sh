@@ -25,5 +25,7 @@ r 4-base "$CB" 40 $B/moejit_bench_moe --path exact --model dsv4.1-flash --batche
 r 5-res "$C" 60 $R/moejit_bench_moe --path exact --model dsv4.1-flash
 r 6-res "$C" 60 $R/moejit_bench_moe --path exact --model glm5.2
 r 7-old 75c91f4 60 $O
-cd $OUT && for f in s29-[1-7]-*.log; do echo "== $f"; grep -E '^(glm5.2|dsv4.1-flash) ' $f | awk '{print $1, $2, $6}' | paste -sd' '; done
-tar czf s29-logs.tgz s29-*.log && rm s29-*.log
+mkdir -p $OUT/csv  # every CTA's milestones and its share (the trace's `share` column: its arrival rank)
+r 8-trace "$C" 40 $R/moejit_bench_moe --path exact --model dsv4.1-flash --batches 2,4 --trace-csv $OUT/csv
+cd $OUT && for f in s29-[1-8]-*.log; do echo "== $f"; grep -E '^(glm5.2|dsv4.1-flash) ' $f | awk '{print $1, $2, $6}' | paste -sd' '; done
+tar czf s29-logs.tgz s29-*.log csv && rm -r s29-*.log csv
