@@ -137,7 +137,7 @@ void write_bundle(const std::string& path, const std::vector<BundleEntry>& entri
   if (const fs::Dir folder = fs::Dir::open(folder_of(path), nullptr)) fs::fsync_dir(folder, nullptr);
 }
 
-std::vector<BundleEntry> read_bundle(const std::string& path) {
+BundleReader::BundleReader(const std::string& path) : path_(path) {
   // O_NONBLOCK: a FIFO named as the bundle must not block the open.
   Fd in{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
   if (in.fd < 0) throw BundleError("cannot open " + path + ": " + fs::error_text(errno));
@@ -196,7 +196,6 @@ std::vector<BundleEntry> read_bundle(const std::string& path) {
                       std::to_string(declared.get<std::uint64_t>()) + " bytes, the file holds " +
                       std::to_string(payload_bytes));
 
-  std::vector<BundleEntry> out;
   std::set<std::string> keys;
   const nlohmann::json& list = field(path, manifest, "", "entries", is_array, "an array");
   for (size_t i = 0; i < list.size(); ++i) {
@@ -205,11 +204,11 @@ std::vector<BundleEntry> read_bundle(const std::string& path) {
     if (!e.is_object())
       throw BundleError(path + ": malformed manifest: " + where.substr(0, where.size() - 1) + " is " + json_excerpt(e) +
                         "; it must be an object {key, meta, files}");
-    BundleEntry be;
+    Item be;
     be.key = field(path, e, where, "key", is_string, "64 lowercase hex digits").get<std::string>();
     if (!is_key(be.key)) throw BundleError(path + ": malformed key " + quote(be.key));
     if (!keys.insert(be.key).second) throw BundleError(path + ": entry " + short_key(be.key) + " appears twice");
-    be.entry.meta = field(path, e, where, "meta", is_object, "an object (the entry's meta.json)");
+    be.meta = field(path, e, where, "meta", is_object, "an object (the entry's meta.json)");
     const nlohmann::json& files = field(path, e, where, "files", is_array, "an array of {name, offset, size, sha256}");
     for (size_t j = 0; j < files.size(); ++j) {
       const nlohmann::json& f = files[j];
@@ -217,27 +216,61 @@ std::vector<BundleEntry> read_bundle(const std::string& path) {
       if (!f.is_object())
         throw BundleError(path + ": malformed manifest: " + at.substr(0, at.size() - 1) + " is " + json_excerpt(f) +
                           "; it must be an object {name, offset, size, sha256}");
-      EntryFile file{field(path, f, at, "name", is_string, "a file name").get<std::string>(), {}};
-      const auto offset = field(path, f, at, "offset", is_unsigned, "a byte offset").get<std::uint64_t>();
-      const auto size = field(path, f, at, "size", is_unsigned, "a byte count").get<std::uint64_t>();
-      const std::string sha = field(path, f, at, "sha256", is_string, "64 lowercase hex digits").get<std::string>();
+      File file;
+      file.name = field(path, f, at, "name", is_string, "a file name").get<std::string>();
+      file.offset = field(path, f, at, "offset", is_unsigned, "a byte offset").get<std::uint64_t>();
+      file.size = field(path, f, at, "size", is_unsigned, "a byte count").get<std::uint64_t>();
+      file.sha256 = field(path, f, at, "sha256", is_string, "64 lowercase hex digits").get<std::string>();
       const std::string what = "entry " + short_key(be.key) + " (" + printable(file.name, 32) + ")";
-      if (offset > payload_bytes || size > payload_bytes - offset)
+      if (file.offset > payload_bytes || file.size > payload_bytes - file.offset)
         throw BundleError(path + ": truncated payload in " + what);
-      if (size > k_max_file_bytes)
-        throw BundleError(path + ": " + what + " is " + std::to_string(size) + " bytes, over the limit of " +
+      if (file.size > k_max_file_bytes)
+        throw BundleError(path + ": " + what + " is " + std::to_string(file.size) + " bytes, over the limit of " +
                           std::to_string(k_max_file_bytes));
-      if (!read_at(in.fd, payload_start + offset, file.bytes, size))
-        throw BundleError(path + ": truncated payload in " + what);
-      if (sha256_hex(file.bytes) != sha)
-        throw BundleError(path + ": entry " + short_key(be.key) + ": " + printable(file.name, 32) +
-                          " fails its SHA-256 check");
-      be.entry.files.push_back(std::move(file));
+      be.files.push_back(std::move(file));
     }
-    if (std::string why = check_sealed(be.key, be.entry.meta, be.entry.files); !why.empty())
-      throw BundleError(path + ": entry " + short_key(be.key) + ": " + why);
-    out.push_back(std::move(be));
+    items_.push_back(std::move(be));
   }
+  payload_start_ = payload_start;
+  fd_ = in.fd;
+  in.fd = -1;  // kept open: read() reads the payload through it
+}
+
+BundleReader::~BundleReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::uint64_t BundleReader::bytes(size_t i) const {
+  const Item& item = items_.at(i);
+  std::uint64_t n = item.meta.dump(2).size();
+  for (const File& f : item.files) n += f.size;
+  return n;
+}
+
+BundleEntry BundleReader::read(size_t i) const {
+  const Item& item = items_.at(i);
+  BundleEntry be;
+  be.key = item.key;
+  be.entry.meta = item.meta;
+  for (const File& f : item.files) {
+    EntryFile file{f.name, {}};
+    if (!read_at(fd_, payload_start_ + f.offset, file.bytes, f.size))
+      throw BundleError(path_ + ": truncated payload in entry " + short_key(item.key) + " (" + printable(f.name, 32) +
+                        ")");
+    if (sha256_hex(file.bytes) != f.sha256)
+      throw BundleError(path_ + ": entry " + short_key(item.key) + ": " + printable(f.name, 32) +
+                        " fails its SHA-256 check");
+    be.entry.files.push_back(std::move(file));
+  }
+  if (std::string why = check_sealed(be.key, be.entry.meta, be.entry.files); !why.empty())
+    throw BundleError(path_ + ": entry " + short_key(be.key) + ": " + why);
+  return be;
+}
+
+std::vector<BundleEntry> read_bundle(const std::string& path) {
+  const BundleReader reader(path);
+  std::vector<BundleEntry> out;
+  for (size_t i = 0; i < reader.size(); ++i) out.push_back(reader.read(i));
   return out;
 }
 

@@ -46,9 +46,45 @@ inline constexpr std::uint64_t k_max_manifest_bytes = std::uint64_t(64) << 20;
 // never replaced. Throws BundleError.
 void write_bundle(const std::string& path, const std::vector<BundleEntry>& entries);
 
-// Reads a regular file and verifies every checksum (the manifest's, each
-// file's, and each entry's files against its meta.json). Throws BundleError
-// naming what failed, with the field, a short excerpt and what is allowed.
+// Reads a bundle an entry at a time, so an importer holds one entry's files,
+// not the bundle (which may be many GB). The constructor opens a regular file
+// and checks the header, the manifest's SHA-256 and every manifest field (keys,
+// offsets inside the payload, sizes within the limits) before any payload byte
+// is read; read(i) reads entry i's files and verifies each one's SHA-256 and
+// the entry's meta.json. Throws BundleError naming what failed, with the field,
+// a short excerpt and what is allowed.
+class BundleReader {
+ public:
+  explicit BundleReader(const std::string& path);
+  ~BundleReader();
+  BundleReader(const BundleReader&) = delete;
+  BundleReader& operator=(const BundleReader&) = delete;
+
+  size_t size() const { return items_.size(); }
+  const std::string& key(size_t i) const { return items_.at(i).key; }
+  // Entry i's meta.json as the manifest has it: checked against its files only by read(i).
+  const nlohmann::json& meta(size_t i) const { return items_.at(i).meta; }
+  // What entry i takes in a cache: its files and its meta.json, from the manifest alone.
+  std::uint64_t bytes(size_t i) const;
+  BundleEntry read(size_t i) const;
+
+ private:
+  struct File {
+    std::string name, sha256;
+    std::uint64_t offset = 0, size = 0;
+  };
+  struct Item {
+    std::string key;
+    nlohmann::json meta;
+    std::vector<File> files;
+  };
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t payload_start_ = 0;
+  std::vector<Item> items_;
+};
+
+// Every entry of a bundle at once (BundleReader::read of each).
 std::vector<BundleEntry> read_bundle(const std::string& path);
 
 }  // namespace moejit::cache

@@ -143,53 +143,64 @@ int cache_export(cache::DiskStore& disk, const std::string& file) {
   return 1;
 }
 
+std::string entry_name(const std::string& key, const nlohmann::json& meta) {
+  return fmt::format("entry {} ({})", key.substr(0, 16), cache::meta_summary(meta));
+}
+
 // Refuses the whole bundle before writing anything if one entry was built by
-// another toolkit, or keys differently here (other templates or passes).
-void check_importable(const std::string& file, const cache::BundleEntry& e) {
-  const std::string who = fmt::format("entry {} ({})", e.key.substr(0, 16), cache::meta_summary(e.entry.meta));
+// another toolkit, or keys differently here (other templates or passes): from
+// the manifest's meta.json, before its files are read.
+void check_importable(const std::string& file, const std::string& key, const nlohmann::json& meta) {
+  const std::string who = entry_name(key, meta);
   codegen::KernelSpec spec;
   try {
-    spec = jit::read_meta_spec(e.entry.meta);
+    spec = jit::read_meta_spec(meta);
   } catch (const std::exception& ex) {
     throw std::runtime_error(fmt::format("refusing {}: {} has no valid spec: {}", file, who, ex.what()));
   }
   const nlohmann::json local = codegen::compiler_identity(spec.target);
-  const nlohmann::json theirs = e.entry.meta.value("identity", nlohmann::json());
+  const nlohmann::json theirs = meta.value("identity", nlohmann::json());
   if (auto d = cache::first_difference(theirs, local))
     throw std::runtime_error(fmt::format(
         "refusing {}: {} was built by another toolkit: compiler identity field '{}' is {} in the bundle but {} here",
         file, who, d->path, d->left, d->right));
-  if (const std::string key = jit::cache_key(spec); key != e.key)
+  if (const std::string here = jit::cache_key(spec); here != key)
     throw std::runtime_error(fmt::format(
         "refusing {}: {} has key {} but this moejit keys its spec as {} (different templates or PTX pass pipeline)",
-        file, who, e.key.substr(0, 16), key.substr(0, 16)));
-  // What every load will require: an entry that passes its checksums but could
-  // never be loaded (no files, no resources...) is refused here, not later.
-  if (const cache::EntryVerdict v = jit::check_kernel_entry(e.key, e.entry); !v.problem.empty())
-    throw std::runtime_error(fmt::format("refusing {}: {}: {}", file, who, v.problem));
+        file, who, key.substr(0, 16), here.substr(0, 16)));
 }
 
-// All or nothing: every entry is checked, then every one is written into a
-// temp folder, and only then are they renamed into place; a failure at any
-// step leaves the cache as it was (an entry it held damaged stays replaced).
+// What every load will require, once an entry's files are read and verified: one that passes its checksums but
+// could never be loaded (no files, no resources...) is refused here, not later.
+void check_loadable(const std::string& file, const cache::BundleEntry& e) {
+  if (const cache::EntryVerdict v = jit::check_kernel_entry(e.key, e.entry); !v.problem.empty())
+    throw std::runtime_error(fmt::format("refusing {}: {}: {}", file, entry_name(e.key, e.entry.meta), v.problem));
+}
+
+// All or nothing: every entry's toolkit and key are checked from the manifest,
+// then each entry is read, verified and written into a temp folder in turn (one
+// entry's files in memory at a time, whatever the bundle's size), and only once
+// all are staged are they renamed into place; a failure at any step leaves the
+// cache as it was (an entry it held damaged stays replaced).
 int cache_import(cache::DiskStore& disk, const cache::Config& config, const std::string& file) {
-  // The entries take at least the bundle's payload: one over the cap is refused before it is read into memory.
+  // The entries take at least the bundle's payload: a file over the cap is refused before it is opened.
   std::error_code size_error;
   const std::uint64_t file_bytes = std::filesystem::file_size(file, size_error);
   if (!size_error && config.max_bytes && file_bytes > config.max_bytes + cache::k_max_manifest_bytes + 4096)
     throw std::runtime_error(fmt::format(
         "refusing {}: the bundle is {}, more than the cache's cap MOEJIT_CACHE_MAX_BYTES = {}; raise the cap", file,
         format_bytes(file_bytes), format_bytes(config.max_bytes)));
-  const std::vector<cache::BundleEntry> entries = cache::read_bundle(file);
+  // The manifest is checked before any payload is read, and every entry's toolkit and key from it.
+  const cache::BundleReader bundle(file);
   std::uint64_t bytes = 0;
-  for (const cache::BundleEntry& e : entries) {
-    check_importable(file, e);
-    bytes += e.entry.bytes() + e.entry.meta.dump(2).size();
+  for (size_t i = 0; i < bundle.size(); ++i) {
+    check_importable(file, bundle.key(i), bundle.meta(i));
+    bytes += bundle.bytes(i);
   }
   if (config.max_bytes && bytes > config.max_bytes)
     throw std::runtime_error(fmt::format(
         "refusing {}: its {} entries take {}, more than the cache's cap MOEJIT_CACHE_MAX_BYTES = {}; raise the cap",
-        file, entries.size(), format_bytes(bytes), format_bytes(config.max_bytes)));
+        file, bundle.size(), format_bytes(bytes), format_bytes(config.max_bytes)));
 
   std::vector<cache::DiskStore::Staged> staged;
   auto abandon = [&](const std::string& why) {
@@ -207,8 +218,16 @@ int cache_import(cache::DiskStore& disk, const cache::Config& config, const std:
     disk.keep_staged(staged);
     refreshed = cache::fs::now_seconds();
   };
-  for (const cache::BundleEntry& e : entries) {
+  for (size_t i = 0; i < bundle.size(); ++i) {
     keep_staged(false);
+    cache::BundleEntry e;
+    try {
+      e = bundle.read(i);
+      check_loadable(file, e);
+    } catch (...) {
+      for (const cache::DiskStore::Staged& s : staged) disk.discard(s);
+      throw;
+    }
     keys.push_back(e.key);
     const cache::LoadStatus here = disk.load(e.key).status;
     if (here == cache::LoadStatus::hit) {
@@ -238,7 +257,7 @@ int cache_import(cache::DiskStore& disk, const cache::Config& config, const std:
   fmt::print(
       "imported {} entries from {} ({} new, {} already present{}); checksums, compiler identity and key binding "
       "verified\n",
-      entries.size(), file, committed.size(), present,
+      bundle.size(), file, committed.size(), present,
       evicted ? fmt::format(", {} older entries evicted to stay under the cap", evicted) : "");
   return 0;
 }

@@ -55,6 +55,18 @@ TEST_CASE("a damaged bundle is refused, naming what failed") {
         doctest::Contains(("entry " + entries[1].key.substr(0, 16) + ": kernel.cubin fails its SHA-256").c_str()),
         cache::BundleError);
   }
+  SUBCASE("a payload byte, found when that entry is read: an importer holds one entry's files at a time") {
+    test::flip_byte(path, good.size() - 10);  // inside entry two's cubin
+    const cache::BundleReader reader(path);   // the header and manifest are whole
+    REQUIRE(reader.size() == entries.size());
+    CHECK(reader.key(1) == entries[1].key);
+    CHECK(reader.meta(1) == entries[1].entry.meta);
+    CHECK(reader.bytes(1) == entries[1].entry.bytes() + entries[1].entry.meta.dump(2).size());
+    const cache::BundleEntry first = reader.read(0);
+    CHECK(first.key == entries[0].key);
+    CHECK(first.entry.bytes() == entries[0].entry.bytes());
+    CHECK_THROWS_WITH_AS(reader.read(1), doctest::Contains("kernel.cubin fails its SHA-256"), cache::BundleError);
+  }
   SUBCASE("a manifest byte") {
     test::flip_byte(path, good.find("\"entries\"") + 2);
     CHECK_THROWS_WITH_AS(cache::read_bundle(path), doctest::Contains("manifest's SHA-256"), cache::BundleError);

@@ -274,11 +274,14 @@ TEST_CASE("export and import: a relocatable bundle, verified, refused from anoth
     CHECK(has(r.output, "1 damaged entries were left out of the bundle"));
     CHECK(cache::read_bundle(partial).size() == 4);
   }
-  SUBCASE("a damaged bundle is refused") {
-    test::flip_byte(bundle, test::read_text(bundle).size() - 1);
+  SUBCASE("a damaged bundle is refused, the entries before the damage staged and dropped") {
+    test::flip_byte(bundle, test::read_text(bundle).size() - 1);  // the last entry's last file
     const test::ProcessResult refused = moejit_cli(scratch, scratch / "third", {"cache", "import", bundle});
+    INFO(refused.output);
     CHECK(refused.exit_code == 1);
     CHECK(has(refused.output, "fails its SHA-256 check"));
+    const test::ProcessResult ls = moejit_cli(scratch, scratch / "third", {"cache", "ls"});
+    CHECK(has(ls.output, "0 entries"));  // nothing imported, nothing left staged
   }
 }
 
