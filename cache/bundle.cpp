@@ -229,6 +229,9 @@ BundleReader::BundleReader(const std::string& path) : path_(path) {
                           std::to_string(k_max_file_bytes));
       be.files.push_back(std::move(file));
     }
+    // The meta.json alone (format, key, its own checksum), so an importer's checks read a sealed one.
+    if (std::string why = check_meta(be.key, be.meta); !why.empty())
+      throw BundleError(path + ": entry " + short_key(be.key) + ": " + why);
     items_.push_back(std::move(be));
   }
   payload_start_ = payload_start;

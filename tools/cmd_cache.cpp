@@ -179,9 +179,11 @@ void check_loadable(const std::string& file, const cache::BundleEntry& e) {
 
 // All or nothing: every entry's toolkit and key are checked from the manifest,
 // then each entry is read, verified and written into a temp folder in turn (one
-// entry's files in memory at a time, whatever the bundle's size), and only once
-// all are staged are they renamed into place; a failure at any step leaves the
-// cache as it was (an entry it held damaged stays replaced).
+// entry's files in memory at a time, whatever the bundle's size: a payload
+// damaged in entry n is found after entries 0..n-1 were written, and they are
+// dropped), and only once all are staged are they renamed into place; a
+// failure at any step leaves the cache's entries as they were (an entry it
+// held damaged stays replaced).
 int cache_import(cache::DiskStore& disk, const cache::Config& config, const std::string& file) {
   // The entries take at least the bundle's payload: a file over the cap is refused before it is opened.
   std::error_code size_error;
@@ -203,13 +205,9 @@ int cache_import(cache::DiskStore& disk, const cache::Config& config, const std:
         file, bundle.size(), format_bytes(bytes), format_bytes(config.max_bytes)));
 
   std::vector<cache::DiskStore::Staged> staged;
-  auto abandon = [&](const std::string& why) {
-    for (const cache::DiskStore::Staged& s : staged) disk.discard(s);
-    return std::runtime_error(
-        fmt::format("import of {} into {} failed: {}; nothing was imported", file, disk.dir(), why));
-  };
+  std::vector<std::string> keys, committed;
+  size_t consumed = 0;  // staged entries their commit has renamed into place or dropped
   int present = 0;
-  std::vector<std::string> keys;
   // Another process's sweep deletes temp folders k_stale_seconds old: the ones staged first are refreshed while
   // the rest are written (a bundle of many GB on a slow disk), and once more before they are committed.
   std::int64_t refreshed = cache::fs::now_seconds();
@@ -218,40 +216,40 @@ int cache_import(cache::DiskStore& disk, const cache::Config& config, const std:
     disk.keep_staged(staged);
     refreshed = cache::fs::now_seconds();
   };
-  for (size_t i = 0; i < bundle.size(); ++i) {
-    keep_staged(false);
-    cache::BundleEntry e;
-    try {
-      e = bundle.read(i);
+  auto failed = [&](const std::string& why) {
+    return std::runtime_error(
+        fmt::format("import of {} into {} failed: {}; nothing was imported", file, disk.dir(), why));
+  };
+  try {
+    for (size_t i = 0; i < bundle.size(); ++i) {
+      keep_staged(false);
+      const cache::BundleEntry e = bundle.read(i);  // its files verified; a damaged one ends the import here
       check_loadable(file, e);
-    } catch (...) {
-      for (const cache::DiskStore::Staged& s : staged) disk.discard(s);
-      throw;
+      keys.push_back(e.key);
+      if (disk.load(e.key).status == cache::LoadStatus::hit) {
+        ++present;
+        continue;
+      }
+      std::string error;
+      std::optional<cache::DiskStore::Staged> s = disk.stage(e.key, e.entry, &error);
+      if (!s) throw failed(error);
+      staged.push_back(std::move(*s));
     }
-    keys.push_back(e.key);
-    const cache::LoadStatus here = disk.load(e.key).status;
-    if (here == cache::LoadStatus::hit) {
-      ++present;
-      continue;
+    keep_staged(true);
+    for (; consumed < staged.size(); ++consumed) {
+      const cache::DiskStore::Staged& s = staged[consumed];
+      disk.remove(s.key);  // a damaged or stale entry under this key
+      std::string error;
+      const cache::PublishStatus status = disk.commit(s, &error);
+      if (status == cache::PublishStatus::published) committed.push_back(s.key);
+      if (status == cache::PublishStatus::kept_existing) ++present;     // a concurrent writer got there first
+      if (status == cache::PublishStatus::failed) throw failed(error);  // (discarded below if still there)
     }
-    std::string error;
-    std::optional<cache::DiskStore::Staged> s = disk.stage(e.key, e.entry, &error);
-    if (!s) throw abandon(error);
-    staged.push_back(std::move(*s));
-  }
-  keep_staged(true);
-  std::vector<std::string> committed;
-  for (size_t i = 0; i < staged.size(); ++i) {
-    disk.remove(staged[i].key);  // a damaged or stale entry under this key
-    std::string error;
-    const cache::PublishStatus status = disk.commit(staged[i], &error);
-    if (status == cache::PublishStatus::published) committed.push_back(staged[i].key);
-    if (status == cache::PublishStatus::kept_existing) ++present;  // a concurrent writer got there first
-    if (status == cache::PublishStatus::failed) {
-      for (const std::string& key : committed) disk.remove(key);
-      staged.erase(staged.begin(), staged.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-      throw abandon(error);
-    }
+  } catch (...) {
+    // Whatever ended it (a damaged entry, a full disk, an allocation): nothing staged or published stays.
+    for (size_t i = consumed; i < staged.size(); ++i) disk.discard(staged[i]);
+    for (const std::string& key : committed) disk.remove(key);
+    throw;
   }
   const size_t evicted = config.max_bytes ? disk.evict_to(config.max_bytes, keys).size() : 0;
   fmt::print(
