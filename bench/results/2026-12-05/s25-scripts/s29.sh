@@ -17,7 +17,7 @@ for a in "--model dsv4.1-flash --batch 2 --path exact" "--model dsv4.1-flash --b
 done
 } > $OUT/s29-0-run.log 2>&1
 echo "res checks at ${SECONDS}s: $(grep -c 'result: PASS' $OUT/s29-0-run.log) PASS, $(grep -c -E 'FAIL|rc [1-9]' $OUT/s29-0-run.log) FAIL"
-r 0-gpu "$C" 120 $R/moejit_gpu_tests -tc="DSV4.1-Flash matrix,residency shares*"
+r 0-gpu "$C" 120 $R/moejit_gpu_tests -tc="DSV4.1-Flash matrix,residency shares*,a traced forward*"
 r 1-old 75c91f4 60 $O
 r 2-res "$C" 60 $R/moejit_bench_moe --path exact --model glm5.2
 r 3-res "$C" 60 $R/moejit_bench_moe --path exact --model dsv4.1-flash
