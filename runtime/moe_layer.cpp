@@ -441,9 +441,9 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
       pdl = pdl_for(t);
       StreamState& st = stream_state_locked(stream, capturing);
       // Once per argument set, as a graph is built once: the driver queries stay off the repeated forward.
-      if (!(st.checked == launch_key(a))) {
+      if (const LaunchKey key = launch_key(a); !(st.checked == key)) {
         check_forward_buffers(a);
-        st.checked = launch_key(a);
+        st.checked = key;
       }
       roles = role_launches(t, a, workspace_for_locked(a, st));
     }

@@ -1,11 +1,7 @@
 #include "tools/inspect_report.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <utility>
@@ -21,23 +17,16 @@ namespace moejit::tools {
 namespace {
 // Written beside its name and renamed over it: a link or FIFO left under the name (a dump folder in /tmp that
 // another user can write) is replaced, never followed or opened.
-void write_file(const std::filesystem::path& path, std::string_view bytes) {
-  const std::string tmp = path.string() + ".tmp-" + cache::fs::unique_suffix();
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
+void write_file(const cache::fs::Dir& dir, const std::string& name, std::string_view bytes) {
+  const std::string tmp = name + ".tmp-" + cache::fs::unique_suffix();
+  std::string error;
+  if (!cache::fs::write_file_synced(dir, tmp, bytes, &error)) {
+    cache::fs::remove_tree(dir, tmp);
+    throw std::runtime_error(error);
   }
-  const int err = done == bytes.size() ? 0 : errno;
-  ::close(fd);
-  if (err != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int why = err ? err : errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(why)));
+  if (const int err = cache::fs::rename_in(dir, tmp, name); err != 0) {
+    cache::fs::remove_tree(dir, tmp);
+    throw std::runtime_error(fmt::format("cannot write {}: {}", dir.path_of(name), cache::fs::error_text(err)));
   }
 }
 
@@ -141,7 +130,10 @@ int write_inspect_dump(const jit::BuildArtifacts& built, const InspectView& view
       throw UsageError(fmt::format("--dump-dir: writing {} would overwrite the input '{}'; dump into another folder",
                                    (dir / name).string(), excerpt(*input)));
   }
-  for (const auto& [name, bytes] : files) write_file(dir / name, bytes);
+  std::string error;
+  const cache::fs::Dir out = cache::fs::Dir::open(dir.string(), &error);
+  if (!out) throw std::runtime_error(error);
+  for (const auto& [name, bytes] : files) write_file(out, name, bytes);
   return static_cast<int>(files.size());
 }
 
