@@ -70,6 +70,9 @@ const std::vector<AtomTraits>& all_atoms() {
        0.9},
       // Three CTAs of one warpgroup: the BF16 mma.sync loop is issue-bound and more warps hide its latency;
       // 96 registers a thread hold a 16-column tile (32 spills).
+      // PDL between the roles up to B = 2: in two rounds against the same kernels without it, B = 1 and 2 ran
+      // faster on both models (+0.1 to +2.3 points), B = 4 split (GLM5.2 -1.3, DSV4.1-Flash +1.9), and B = 8 lost
+      // 4.3 points in a first sweep (H100, bench/results/2026-12-05-h100-exact-pdl.md).
       {Arch::sm_90a,
        ComputePath::exact,
        Recipe::w4a8_mx,
@@ -82,7 +85,10 @@ const std::vector<AtomTraits>& all_atoms() {
        1,
        1,
        3,
-       16},
+       16,
+       {},
+       0,
+       2},
       // The W4A16 recipe on the exact atom's mainloop: the caller's BF16 rows, a BF16 handoff.
       {Arch::sm_90a,
        ComputePath::exact,

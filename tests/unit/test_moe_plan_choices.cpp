@@ -257,7 +257,7 @@ TEST_CASE("a step of at most 32 routes gets its routing tables from one warp in 
   CHECK_FALSE(warp_tables(3));
 }
 
-TEST_CASE("PDL between the roles is planned up to B = 4 on the fast atom of one GPU, and off elsewhere") {
+TEST_CASE("PDL between the roles is planned up to B = 4 on the fast atom and B = 2 on the exact one, one GPU") {
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   for (const char* model : {"glm5.2", "dsv4.1-flash", "gpt-oss-120b"}) {
     CAPTURE(model);
@@ -267,7 +267,13 @@ TEST_CASE("PDL between the roles is planned up to B = 4 on the fast atom of one 
     CHECK(codegen::plan_launch(c, 4, h200).pdl);
     CHECK_FALSE(codegen::plan_launch(c, 5, h200).pdl);
     CHECK_FALSE(codegen::plan_launch(c, 256, h200).pdl);
-    CHECK_FALSE(codegen::plan_launch(c, 1, h200, {.path = codegen::ComputePath::exact}).pdl);  // not measured there
+    const codegen::MoeCodegenOptions exact{.path = codegen::ComputePath::exact};
+    CHECK(codegen::plan_launch(c, 1, h200, exact).pdl);
+    CHECK(codegen::plan_launch(c, 2, h200, exact).pdl);
+    CHECK_FALSE(codegen::plan_launch(c, 4, h200, exact).pdl);  // measured faster on one model, slower on the other
+    codegen::MoeConfig w4a16 = c;
+    w4a16.recipe = codegen::Recipe::w4a16;
+    CHECK_FALSE(codegen::plan_launch(w4a16, 1, h200).pdl);  // no dispatch role; not measured
     codegen::MoeConfig ep = c;
     ep.ranks = 2;
     CHECK_FALSE(codegen::plan_launch(ep, 1, h200).pdl);  // the ranks' dispatch protocol, not measured with it
