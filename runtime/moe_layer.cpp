@@ -56,11 +56,34 @@ Loaded load(const codegen::KernelSpec& spec) {
   return {std::make_unique<LoadedKernel>(kernel->cubin, spec.entry_name()), kernel->key};
 }
 
-void require_device_bytes(const char* field, const std::string& shown, CUdeviceptr ptr, std::uint64_t bytes,
-                          std::string_view what) {
+std::uint64_t device_bytes_from(CUdeviceptr ptr, std::uint64_t want, PFN_cuMemGetAddressRange_v3020 range,
+                                PFN_cuPointerGetAttribute_v4000 reservation, CUresult* error) {
   CUdeviceptr base = 0;
   std::size_t size = 0;
-  if (driver().cuMemGetAddressRange(&base, &size, ptr) != CUDA_SUCCESS || base + size - ptr < bytes)
+  *error = range(&base, &size, ptr);
+  if (*error != CUDA_SUCCESS) return 0;
+  std::uint64_t held = base + size - ptr;
+  auto reserved_at = [&](CUdeviceptr p) {
+    CUdeviceptr start = 0;
+    return reservation(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) == CUDA_SUCCESS ? start : CUdeviceptr{0};
+  };
+  const CUdeviceptr own = held < want ? reserved_at(ptr) : 0;
+  // The next region counts if it starts where this one ends, in the same reservation.
+  for (CUdeviceptr next = base + size; held < want && own != 0; next = base + size) {
+    if (range(&base, &size, next) != CUDA_SUCCESS || base != next || size == 0 || reserved_at(next) != own) break;
+    held += size;
+  }
+  return held;
+}
+
+void require_device_bytes(const char* field, const std::string& shown, CUdeviceptr ptr, std::uint64_t bytes,
+                          std::string_view what) {
+  CUresult error = CUDA_SUCCESS;
+  const std::uint64_t held =
+      device_bytes_from(ptr, bytes, driver().cuMemGetAddressRange, driver().cuPointerGetAttribute, &error);
+  if (error != CUDA_SUCCESS && error != CUDA_ERROR_INVALID_VALUE && error != CUDA_ERROR_NOT_FOUND)
+    check_cu(error, "cuMemGetAddressRange");
+  if (held < bytes)
     throw InvalidInput(field, fmt::format("{} = 0x{:x} is invalid: it must be device memory holding the {} B of {}",
                                           shown, ptr, bytes, what));
 }
@@ -264,16 +287,19 @@ CUdeviceptr MoeLayer::workspace_for_locked(const MoeForwardArgs& a, StreamState&
 }
 
 void MoeLayer::check_caller_workspace(CUdeviceptr ws) const {
-  // The allocation that holds `ws` must hold the whole workspace after it.
-  CUdeviceptr base = 0;
-  std::size_t size = 0;
-  if (driver().cuMemGetAddressRange(&base, &size, ws) != CUDA_SUCCESS)
+  // The memory from `ws` on must hold the whole workspace.
+  CUresult error = CUDA_SUCCESS;
+  const std::uint64_t room =
+      detail::device_bytes_from(ws, static_cast<std::uint64_t>(workspace_bytes_), driver().cuMemGetAddressRange,
+                                driver().cuPointerGetAttribute, &error);
+  if (error != CUDA_SUCCESS && error != CUDA_ERROR_INVALID_VALUE && error != CUDA_ERROR_NOT_FOUND)
+    check_cu(error, "cuMemGetAddressRange");
+  if (error != CUDA_SUCCESS)
     throw InvalidInput("workspace", fmt::format("workspace = 0x{:x} is invalid: it is not device memory of this "
                                                 "context",
                                                 ws));
-  const std::uint64_t room = base + size - ws;
   if (room < static_cast<std::uint64_t>(workspace_bytes_))
-    throw InvalidInput("workspace", fmt::format("workspace = 0x{:x} is invalid: its allocation holds {} B from this "
+    throw InvalidInput("workspace", fmt::format("workspace = 0x{:x} is invalid: its memory holds {} B from this "
                                                 "pointer; the layer needs {} B (workspace_bytes())",
                                                 ws, room, workspace_bytes_));
 }

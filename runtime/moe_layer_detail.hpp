@@ -20,7 +20,16 @@ struct Loaded {
 // one a disk hit or a build that is then published for every later process.
 Loaded load(const codegen::KernelSpec& spec);
 
-// InvalidInput naming `field` unless `ptr` is device memory with `bytes` bytes from it on (`what` they hold).
+// The device memory from `ptr` on, up to `want` bytes: cuMemGetAddressRange answers for one mapped region, and a
+// virtual-memory reservation (PyTorch's expandable segments) maps one tensor over many regions back to back. The
+// walk stays in `ptr`'s reservation (`reservation` is cuPointerGetAttribute, asked for RANGE_START_ADDR), so an
+// allocation that merely follows another never counts. 0 when `ptr` is not device memory, with its CUresult in
+// *error: INVALID_VALUE or NOT_FOUND for a pointer that is not, anything else for a driver that could not tell.
+std::uint64_t device_bytes_from(CUdeviceptr ptr, std::uint64_t want, PFN_cuMemGetAddressRange_v3020 range,
+                                PFN_cuPointerGetAttribute_v4000 reservation, CUresult* error);
+
+// InvalidInput naming `field` unless `ptr` is device memory with `bytes` bytes from it on (`what` they hold); a
+// DriverError where the driver could not tell.
 void require_device_bytes(const char* field, const std::string& shown, CUdeviceptr ptr, std::uint64_t bytes,
                           std::string_view what);
 

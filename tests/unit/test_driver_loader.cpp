@@ -4,6 +4,7 @@
 #include <string>
 
 #include "runtime/driver_api.hpp"
+#include "runtime/moe_layer_detail.hpp"
 
 using namespace moejit::runtime;
 
@@ -37,4 +38,51 @@ TEST_CASE("a call that reports an earlier kernel's fault says that the fault was
   } catch (const DriverError& e) {
     CHECK(std::string(e.what()).find("faulted") == std::string::npos);  // its own failure, not an earlier one
   }
+}
+
+namespace {
+// A virtual-memory reservation at 0x10000 with three regions mapped back to back (0x1000 B each), a cuMemAlloc
+// allocation right after it at 0x13000 (its own reservation), a gap, and one more region at 0x20000 of the first
+// reservation: what cuMemGetAddressRange and RANGE_START_ADDR see of PyTorch's expandable segments.
+struct Region {
+  CUdeviceptr start, reserved;
+};
+constexpr Region k_regions[] = {
+    {0x10000, 0x10000}, {0x11000, 0x10000}, {0x12000, 0x10000}, {0x13000, 0x13000}, {0x20000, 0x10000}};
+const Region* region_of(CUdeviceptr p) {
+  for (const Region& r : k_regions)
+    if (p >= r.start && p < r.start + 0x1000) return &r;
+  return nullptr;
+}
+CUresult fake_range(CUdeviceptr* base, std::size_t* size, CUdeviceptr p) {
+  if (p == 0xdead) return CUDA_ERROR_NOT_INITIALIZED;
+  const Region* r = region_of(p);
+  if (!r) return CUDA_ERROR_INVALID_VALUE;
+  *base = r->start, *size = 0x1000;
+  return CUDA_SUCCESS;
+}
+CUresult fake_attribute(void* data, CUpointer_attribute what, CUdeviceptr p) {
+  const Region* r = region_of(p);
+  if (!r || what != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) return CUDA_ERROR_INVALID_VALUE;
+  *static_cast<CUdeviceptr*>(data) = r->reserved;
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
+TEST_CASE("device memory is measured across the regions of one reservation mapped back to back") {
+  CUresult error = CUDA_SUCCESS;
+  auto held = [&](CUdeviceptr p, std::uint64_t want) {
+    return detail::device_bytes_from(p, want, fake_range, fake_attribute, &error);
+  };
+  // One region answered: a tensor over three was refused as "not device memory holding its bytes".
+  CHECK(held(0x10800, 0x2000) == 0x2800);
+  CHECK(error == CUDA_SUCCESS);
+  CHECK(held(0x10800, 0x100) == 0x800);      // one answer is enough
+  CHECK(held(0x11000, 0x100000) == 0x2000);  // not into the allocation that follows the reservation
+  CHECK(held(0x13000, 0x100000) == 0x1000);  // nor from that allocation into the gap
+  CHECK(held(0x14000, 1) == 0);
+  CHECK(error == CUDA_ERROR_INVALID_VALUE);
+  CHECK(held(0xdead, 1) == 0);
+  CHECK(error ==
+        CUDA_ERROR_NOT_INITIALIZED);  // require_device_bytes reports this one as the driver's, not the caller's
 }
