@@ -404,8 +404,8 @@ std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream
       return it->second;
     }
   // Cold: may compile, allocate and synchronize the setup stream, all of
-  // which a capture in global mode would refuse, this thread's or another's.
-  const RelaxedCaptureScope relaxed(true);
+  // which a capture in global mode would refuse.
+  RelaxedCaptureScope relaxed(capturing);
   StreamState& st = stream_state_locked(stream, capturing);
   const TokenLaunch& t = kernels_for_locked(a.tokens);
   check_forward_buffers(a);
@@ -446,7 +446,6 @@ std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream str
   require_stream_handle(stream);
   const LayerContextScope scope(context_, cu_device_);
   std::lock_guard lock(mutex_);
-  const RelaxedCaptureScope relaxed(true);  // as graph_for's cold path
   check_forward_buffers(a);
   return role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream, false)));
 }
@@ -463,7 +462,7 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
     bool pdl = false;
     {
       std::lock_guard lock(mutex_);
-      const RelaxedCaptureScope relaxed(true);  // as graph_for's cold path
+      RelaxedCaptureScope relaxed(capturing);
       const TokenLaunch& t = kernels_for_locked(a.tokens);
       pdl = pdl_for(t);
       StreamState& st = stream_state_locked(stream, capturing);
