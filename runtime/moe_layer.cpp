@@ -56,21 +56,31 @@ Loaded load(const codegen::KernelSpec& spec) {
   return {std::make_unique<LoadedKernel>(kernel->cubin, spec.entry_name()), kernel->key};
 }
 
+bool not_device_memory(CUresult r) {
+  return r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_FOUND;
+}
+
 std::uint64_t device_bytes_from(CUdeviceptr ptr, std::uint64_t want, PFN_cuMemGetAddressRange_v3020 range,
                                 PFN_cuPointerGetAttribute_v4000 reservation, CUresult* error) {
   CUdeviceptr base = 0;
   std::size_t size = 0;
   *error = range(&base, &size, ptr);
   if (*error != CUDA_SUCCESS) return 0;
+  if (ptr < base || ptr - base >= size) return 0;  // an answer that does not hold ptr holds none of its bytes
   std::uint64_t held = base + size - ptr;
+  // Any other failure than "not device memory" stops the walk with it in *error: the driver could not tell.
+  auto failed = [&](CUresult r) {
+    if (r != CUDA_SUCCESS && !not_device_memory(r)) *error = r;
+    return r != CUDA_SUCCESS;
+  };
   auto reserved_at = [&](CUdeviceptr p) {
     CUdeviceptr start = 0;
-    return reservation(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) == CUDA_SUCCESS ? start : CUdeviceptr{0};
+    return failed(reservation(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p)) ? CUdeviceptr{0} : start;
   };
   const CUdeviceptr own = held < want ? reserved_at(ptr) : 0;
   // The next region counts if it starts where this one ends, in the same reservation.
   for (CUdeviceptr next = base + size; held < want && own != 0; next = base + size) {
-    if (range(&base, &size, next) != CUDA_SUCCESS || base != next || size == 0 || reserved_at(next) != own) break;
+    if (failed(range(&base, &size, next)) || base != next || size == 0 || reserved_at(next) != own) break;
     held += size;
   }
   return held;
@@ -81,8 +91,7 @@ void require_device_bytes(const char* field, const std::string& shown, CUdevicep
   CUresult error = CUDA_SUCCESS;
   const std::uint64_t held =
       device_bytes_from(ptr, bytes, driver().cuMemGetAddressRange, driver().cuPointerGetAttribute, &error);
-  if (error != CUDA_SUCCESS && error != CUDA_ERROR_INVALID_VALUE && error != CUDA_ERROR_NOT_FOUND)
-    check_cu(error, "cuMemGetAddressRange");
+  if (error != CUDA_SUCCESS && !not_device_memory(error)) check_cu(error, "cuMemGetAddressRange");
   if (held < bytes)
     throw InvalidInput(field, fmt::format("{} = 0x{:x} is invalid: it must be device memory holding the {} B of {}",
                                           shown, ptr, bytes, what));
@@ -292,8 +301,7 @@ void MoeLayer::check_caller_workspace(CUdeviceptr ws) const {
   const std::uint64_t room =
       detail::device_bytes_from(ws, static_cast<std::uint64_t>(workspace_bytes_), driver().cuMemGetAddressRange,
                                 driver().cuPointerGetAttribute, &error);
-  if (error != CUDA_SUCCESS && error != CUDA_ERROR_INVALID_VALUE && error != CUDA_ERROR_NOT_FOUND)
-    check_cu(error, "cuMemGetAddressRange");
+  if (error != CUDA_SUCCESS && !detail::not_device_memory(error)) check_cu(error, "cuMemGetAddressRange");
   if (error != CUDA_SUCCESS)
     throw InvalidInput("workspace", fmt::format("workspace = 0x{:x} is invalid: it is not device memory of this "
                                                 "context",

@@ -24,7 +24,12 @@ Loaded load(const codegen::KernelSpec& spec);
 // virtual-memory reservation (PyTorch's expandable segments) maps one tensor over many regions back to back. The
 // walk stays in `ptr`'s reservation (`reservation` is cuPointerGetAttribute, asked for RANGE_START_ADDR), so an
 // allocation that merely follows another never counts. 0 when `ptr` is not device memory, with its CUresult in
-// *error: INVALID_VALUE or NOT_FOUND for a pointer that is not, anything else for a driver that could not tell.
+// *error: INVALID_VALUE or NOT_FOUND for a pointer that is not (not_device_memory), anything else for a driver that
+// could not tell, there or at any step of the walk.
+// What cuMemGetAddressRange and cuPointerGetAttribute return for a pointer that is not device memory (anything
+// else but success: the driver could not tell).
+bool not_device_memory(CUresult r);
+
 std::uint64_t device_bytes_from(CUdeviceptr ptr, std::uint64_t want, PFN_cuMemGetAddressRange_v3020 range,
                                 PFN_cuPointerGetAttribute_v4000 reservation, CUresult* error);
 

@@ -43,25 +43,27 @@ TEST_CASE("a call that reports an earlier kernel's fault says that the fault was
 namespace {
 // A virtual-memory reservation at 0x10000 with three regions mapped back to back (0x1000 B each), a cuMemAlloc
 // allocation right after it at 0x13000 (its own reservation), a gap, and one more region at 0x20000 of the first
-// reservation: what cuMemGetAddressRange and RANGE_START_ADDR see of PyTorch's expandable segments.
+// reservation: what cuMemGetAddressRange and RANGE_START_ADDR see of PyTorch's expandable segments. Past 0x20000
+// and at 0x31000 (a second reservation's second region) the driver fails, as one that cannot tell.
 struct Region {
   CUdeviceptr start, reserved;
 };
-constexpr Region k_regions[] = {
-    {0x10000, 0x10000}, {0x11000, 0x10000}, {0x12000, 0x10000}, {0x13000, 0x13000}, {0x20000, 0x10000}};
+constexpr Region k_regions[] = {{0x10000, 0x10000}, {0x11000, 0x10000}, {0x12000, 0x10000}, {0x13000, 0x13000},
+                                {0x20000, 0x10000}, {0x30000, 0x30000}, {0x31000, 0x30000}};
 const Region* region_of(CUdeviceptr p) {
   for (const Region& r : k_regions)
     if (p >= r.start && p < r.start + 0x1000) return &r;
   return nullptr;
 }
 CUresult fake_range(CUdeviceptr* base, std::size_t* size, CUdeviceptr p) {
-  if (p == 0xdead) return CUDA_ERROR_NOT_INITIALIZED;
+  if (p == 0xdead || p == 0x21000) return CUDA_ERROR_NOT_INITIALIZED;  // a driver that cannot tell, also mid-walk
   const Region* r = region_of(p);
   if (!r) return CUDA_ERROR_INVALID_VALUE;
   *base = r->start, *size = 0x1000;
   return CUDA_SUCCESS;
 }
 CUresult fake_attribute(void* data, CUpointer_attribute what, CUdeviceptr p) {
+  if (p == 0x31000) return CUDA_ERROR_INVALID_CONTEXT;
   const Region* r = region_of(p);
   if (!r || what != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) return CUDA_ERROR_INVALID_VALUE;
   *static_cast<CUdeviceptr*>(data) = r->reserved;
@@ -85,4 +87,14 @@ TEST_CASE("device memory is measured across the regions of one reservation mappe
   CHECK(held(0xdead, 1) == 0);
   CHECK(error ==
         CUDA_ERROR_NOT_INITIALIZED);  // require_device_bytes reports this one as the driver's, not the caller's
+  // A driver failure mid-walk is the driver's too, not a short buffer of the caller's.
+  CHECK(held(0x20800, 0x1000) == 0x800);  // the next region's range query fails
+  CHECK(error == CUDA_ERROR_NOT_INITIALIZED);
+  CHECK(held(0x30800, 0x1000) == 0x800);  // the next region's reservation query fails
+  CHECK(error == CUDA_ERROR_INVALID_CONTEXT);
+  CHECK(held(0x10800, 0x800) == 0x800);  // enough in the first region: nothing more asked
+  CHECK(error == CUDA_SUCCESS);
+  CHECK(detail::not_device_memory(CUDA_ERROR_INVALID_VALUE));
+  CHECK(detail::not_device_memory(CUDA_ERROR_NOT_FOUND));
+  CHECK_FALSE(detail::not_device_memory(CUDA_ERROR_NOT_INITIALIZED));
 }
