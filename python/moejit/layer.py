@@ -82,8 +82,8 @@ class MoeLayer:
     layer packs them into its own layout on construction and keeps no
     reference to them. Options: ``path`` ("fast", the default, or "exact"), ``input_bf16``,
     ``tile_n``, ``stages``, ``ctas_per_sm``, ``schedule`` ("stream" or "units"; default: planned), ``device``,
-    ``check_routes_on_host``, ``pdl`` (PDL between the roles; default: planned, on up to B = 4 on the H200's
-    fast path), ``use_graphs``.
+    ``check_routes_on_host``, ``pdl`` (PDL between the roles; default: planned, on up to B = 4 on sm_90a's
+    fast path and up to B = 2 on its exact path), ``use_graphs``.
     """
 
     def __init__(self, config: ConfigLike, w1: Any, s1: Any, w2: Any, s2: Any, b1: Any = None, b2: Any = None,

@@ -270,10 +270,11 @@ TEST_CASE("PDL between the roles is planned up to B = 4 on the fast atom and B =
     const codegen::MoeCodegenOptions exact{.path = codegen::ComputePath::exact};
     CHECK(codegen::plan_launch(c, 1, h200, exact).pdl);
     CHECK(codegen::plan_launch(c, 2, h200, exact).pdl);
+    CHECK_FALSE(codegen::plan_launch(c, 3, h200, exact).pdl);
     CHECK_FALSE(codegen::plan_launch(c, 4, h200, exact).pdl);  // measured faster on one model, slower on the other
     codegen::MoeConfig w4a16 = c;
     w4a16.recipe = codegen::Recipe::w4a16;
-    CHECK_FALSE(codegen::plan_launch(w4a16, 1, h200).pdl);  // no dispatch role; not measured
+    CHECK_FALSE(codegen::plan_launch(w4a16, 1, h200).pdl);  // not measured on W4A16's atom
     codegen::MoeConfig ep = c;
     ep.ranks = 2;
     CHECK_FALSE(codegen::plan_launch(ep, 1, h200).pdl);  // the ranks' dispatch protocol, not measured with it
