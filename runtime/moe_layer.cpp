@@ -173,7 +173,10 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const MoeLayerOptions& opti
   workspace_bytes_ = first.workspace_bytes;
   workspace_ep_ = first.ep.mode & contract::kEpLayoutModes;  // the same at every B, as the bytes are
   by_tokens_.resize(config.token_capacity + 1);
-  MOEJIT_CU(cuStreamCreate, &setup_stream_, CU_STREAM_NON_BLOCKING);
+  // Blocking: the weight transforms must follow a caller's synchronous cuMemcpyHtoD of the weights, whose DMA
+  // from pageable memory may still be in flight on the legacy stream when it returns. Its work never waits for
+  // another blocking stream, so another thread's capture is not joined.
+  MOEJIT_CU(cuStreamCreate, &setup_stream_, CU_STREAM_DEFAULT);
 }
 
 MoeLayer::~MoeLayer() {
@@ -181,7 +184,10 @@ MoeLayer::~MoeLayer() {
   // the members' destructors free next (graphs before the kernels they launch).
   if (const DriverApi* api = try_driver()) {
     for (auto& [stream, state] : streams_) api->cuStreamSynchronize(stream);  // eager launches use workspaces too
-    if (setup_stream_) api->cuStreamDestroy(setup_stream_);
+    if (setup_stream_) {  // a constructor that threw may leave its setup work running
+      api->cuStreamSynchronize(setup_stream_);
+      api->cuStreamDestroy(setup_stream_);
+    }
   }
 }
 
@@ -402,18 +408,41 @@ std::vector<RoleLaunch> MoeLayer::role_launches(const TokenLaunch& t, const MoeF
   return roles;
 }
 
+void MoeLayer::build_kernels_unlocked(int tokens) {
+  {
+    std::lock_guard lock(mutex_);
+    if (by_tokens_[tokens]) return;
+  }
+  for (const codegen::KernelSpec& spec : codegen::moe_role_specs(config_, plan(tokens)))
+    jit::KernelCache::global().get_or_build(spec);
+}
+
 std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream stream, bool capturing) {
   const LaunchKey key = launch_key(a);
-  std::lock_guard lock(mutex_);
-  if (auto s = streams_.find(stream); s != streams_.end())
-    if (auto it = s->second->graphs.find(key); it != s->second->graphs.end()) {
-      ++graph_counters_.warm_hits;
-      s->second->captured |= capturing;
-      return it->second;
-    }
+  std::unique_lock lock(mutex_);
+  auto warm = [&]() -> std::shared_ptr<RoleGraph> {
+    if (auto s = streams_.find(stream); s != streams_.end())
+      if (auto it = s->second->graphs.find(key); it != s->second->graphs.end()) {
+        ++graph_counters_.warm_hits;
+        s->second->captured |= capturing;
+        if (!capturing && !it->second->instantiated()) {  // built under a capture, launched eagerly now
+          const RelaxedCaptureScope relaxed(true);
+          it->second->instantiate();
+        }
+        return it->second;
+      }
+    return nullptr;
+  };
+  if (std::shared_ptr<RoleGraph> g = warm()) return g;
+  if (!by_tokens_[a.tokens]) {
+    lock.unlock();
+    build_kernels_unlocked(a.tokens);
+    lock.lock();
+    if (std::shared_ptr<RoleGraph> g = warm()) return g;  // another thread's forward of these arguments built it
+  }
   // Cold: may compile, allocate and synchronize the setup stream, all of
-  // which a capture in global mode would refuse.
-  RelaxedCaptureScope relaxed(capturing);
+  // which a capture in global mode would refuse, this thread's or another's.
+  const RelaxedCaptureScope relaxed(true);
   StreamState& st = stream_state_locked(stream, capturing);
   const TokenLaunch& t = kernels_for_locked(a.tokens);
   check_forward_buffers(a);
@@ -426,6 +455,7 @@ std::shared_ptr<RoleGraph> MoeLayer::graph_for(const MoeForwardArgs& a, CUstream
     graph = std::make_shared<RoleGraph>(roles, context_, pdl);
     ++graph_counters_.built;
   }
+  if (!capturing) graph->instantiate();
   if (st.graphs.size() >= k_max_graphs_per_stream && !capturing) {
     // Their execs may still be running on this stream.
     MOEJIT_CU(cuStreamSynchronize, stream);
@@ -453,7 +483,9 @@ std::vector<RoleLaunch> MoeLayer::launches(const MoeForwardArgs& a, CUstream str
   validate_forward_args(config_, options_, a);
   require_stream_handle(stream);
   const LayerContextScope scope(context_, cu_device_);
+  build_kernels_unlocked(a.tokens);
   std::lock_guard lock(mutex_);
+  const RelaxedCaptureScope relaxed(true);  // as graph_for's cold path
   check_forward_buffers(a);
   return role_launches(kernels_for_locked(a.tokens), a, workspace_for_locked(a, stream_state_locked(stream, false)));
 }
@@ -466,11 +498,12 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
   if (options_.check_routes_on_host) check_routes(a, stream, capturing);
 
   if (events || !options_.use_graphs) {
+    build_kernels_unlocked(a.tokens);
     std::vector<RoleLaunch> roles;
     bool pdl = false;
     {
       std::lock_guard lock(mutex_);
-      RelaxedCaptureScope relaxed(capturing);
+      const RelaxedCaptureScope relaxed(true);  // as graph_for's cold path
       const TokenLaunch& t = kernels_for_locked(a.tokens);
       pdl = pdl_for(t);
       StreamState& st = stream_state_locked(stream, capturing);

@@ -200,6 +200,11 @@ class MoeLayer {
     codegen::MoeLaunchPlan plan;
   };
   const TokenLaunch& kernels_for_locked(int tokens);
+  // A batch size's role kernels compiled (or found) in the kernel cache without the layer's lock, before the
+  // first forward of that size takes it: an NVRTC build takes seconds, and other threads' forwards of the sizes
+  // already built must not wait for it. The cache builds each kernel once however many threads ask; loading it
+  // into the context (kernels_for_locked) stays under the lock.
+  void build_kernels_unlocked(int tokens);
   static bool pdl_for(const TokenLaunch& t) { return t.plan.pdl; }  // plan() applied MoeLayerOptions::pdl
   StreamState& stream_state_locked(CUstream stream, bool capturing);
   static LaunchKey launch_key(const MoeForwardArgs& a);
@@ -231,7 +236,8 @@ class MoeLayer {
   CUdeviceptr w1_ptr_ = 0, w2_ptr_ = 0;  // the step blobs it reads (its own, or the caller's)
   TensorMapBlob w1_map_, w2_map_;        // their TMA maps, passed by value to the compute role
   DeviceBuffer b1_, b2_;                 // config.biases: FP32 (gate, up) pairs [E][I'], rows [E][H'] (padded)
-  CUstream setup_stream_ = nullptr;      // non-blocking: clears new workspaces, also during a capture
+  CUstream setup_stream_ =
+      nullptr;  // blocking (see the constructor): the setup's copies and transforms, new workspaces' clears
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<RoleKernels>> kernels_;  // by compute spec summary
   std::vector<std::unique_ptr<TokenLaunch>> by_tokens_;          // [B] -> kernels and plan, filled on first use

@@ -8,14 +8,31 @@
 
 #include "runtime/moe_layer.hpp"
 #include "runtime/moe_layer_detail.hpp"
+#include "runtime/role_graph.hpp"
 #include "runtime/tensor_map_cache.hpp"
 #include "runtime/weight_packing.hpp"
 
 namespace moejit::runtime {
 
+namespace {
+// A layer's setup copies run on its setup stream, never the legacy one: work on the legacy stream is ordered
+// against every blocking stream, and one that another thread is capturing would have its capture invalidated.
+void download_on(CUstream s, void* host, CUdeviceptr from, std::size_t bytes) {
+  MOEJIT_CU(cuMemcpyDtoHAsync, host, from, bytes, s);
+  MOEJIT_CU(cuStreamSynchronize, s);
+}
+template <class T>
+void upload_on(CUstream s, const DeviceBuffer& to, const std::vector<T>& host) {
+  MOEJIT_CU(cuMemcpyHtoDAsync, to.ptr(), host.data(), host.size() * sizeof(T), s);
+  MOEJIT_CU(cuStreamSynchronize, s);
+}
+}  // namespace
+
 MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevice& weights,
                    const MoeLayerOptions& options)
     : MoeLayer(config, options, Setup{}) {
+  // Allocations, module loads and synchronizations that another thread's capture in global mode would forbid.
+  const RelaxedCaptureScope relaxed(true);
   // With a fused shared expert the arrays hold E + 1 experts (the shared one last).
   const std::uint64_t E = config_.weight_experts(), H = config_.hidden, I = config_.intermediate;
   const std::string experts =
@@ -39,6 +56,7 @@ MoeLayer::MoeLayer(const codegen::MoeConfig& config, const CheckpointWeightsDevi
 
 MoeLayer::MoeLayer(const codegen::MoeConfig& config, const PackedWeightsDevice& packed, const MoeLayerOptions& options)
     : MoeLayer(config, options, Setup{}) {
+  const RelaxedCaptureScope relaxed(true);
   adopt_packed(packed);
   adopt_biases(packed.b1, packed.b2, "packed");
   map_weights();
@@ -51,7 +69,6 @@ void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
   w1_ = DeviceBuffer(w1_bytes);
   w2_ = DeviceBuffer(w2_bytes);
   DeviceBuffer status(8);  // the largest scale code; whether a code-0 block holds a nonzero value
-  MOEJIT_CU(cuMemsetD8, status.ptr(), 0, 8);
   struct Projection {
     codegen::Projection which;
     CUdeviceptr in, in_scales, out;
@@ -68,6 +85,7 @@ void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
     kernels.push_back(detail::load(specs.back()));
   }
   try {
+    MOEJIT_CU(cuMemsetD8Async, status.ptr(), 0, 8, setup_stream_);
     for (std::size_t i = 0; i < 2; ++i) {
       const Projection& p = projections[i];
       KernelArgs args = NamedArgs()
@@ -78,15 +96,14 @@ void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
                             .bind(specs[i]);
       const std::size_t words = p.bytes / 4;
       const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((words + 255) / 256, 65535));
-      kernels[i].kernel->launch({grid, codegen::k_transform_threads, 0}, nullptr, args.pointers());
+      kernels[i].kernel->launch({grid, codegen::k_transform_threads, 0}, setup_stream_, args.pointers());
     }
   } catch (...) {
-    driver().cuCtxSynchronize();  // the first transform may be running
+    driver().cuStreamSynchronize(setup_stream_);  // the first transform may be running
     throw;
   }
   int flags[2] = {};
-  MOEJIT_CU(cuCtxSynchronize);
-  status.download(flags, 8);
+  download_on(setup_stream_, flags, status.ptr(), 8);
   const int top_code = flags[0];
   if (flags[1]) options_.codegen.subnormal_weight_scales = true;
   if (top_code > atom_->max_weight_scale_code)
@@ -140,8 +157,8 @@ void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2, const char* owner) {
   // The kernels read FP32 (exact images of the BF16 values) at the padded extents: b1 as (gate, up) pairs per
   // intermediate column, b2 per output row; zero in the padding.
   std::vector<std::uint16_t> host1(E * 2 * I), host2(E * H);
-  MOEJIT_CU(cuMemcpyDtoH, host1.data(), b1, host1.size() * 2);
-  MOEJIT_CU(cuMemcpyDtoH, host2.data(), b2, host2.size() * 2);
+  download_on(setup_stream_, host1.data(), b1, host1.size() * 2);
+  download_on(setup_stream_, host2.data(), b2, host2.size() * 2);
   auto value = [](std::uint16_t bits) {
     const std::uint32_t word = std::uint32_t(bits) << 16;
     float f;
@@ -169,8 +186,8 @@ void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2, const char* owner) {
   }
   b1_ = DeviceBuffer(pairs.size() * 4);
   b2_ = DeviceBuffer(rows.size() * 4);
-  b1_.upload(pairs);
-  b2_.upload(rows);
+  upload_on(setup_stream_, b1_, pairs);
+  upload_on(setup_stream_, b2_, rows);
 }
 
 void MoeLayer::map_weights() {

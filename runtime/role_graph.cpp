@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "cache/sha256.hpp"
 
 namespace moejit::runtime {
@@ -64,12 +66,19 @@ RoleGraph::~RoleGraph() {
   }
 }
 
-void RoleGraph::launch(CUstream stream) {
+void RoleGraph::instantiate() {
+  const std::lock_guard lock(mutex_);
   if (!exec_) MOEJIT_CU(cuGraphInstantiateWithFlags, &exec_, graph_, 0);
+}
+
+void RoleGraph::launch(CUstream stream) {
+  const std::lock_guard lock(mutex_);
+  if (!exec_) throw std::logic_error("RoleGraph::launch: the graph was never instantiated");
   MOEJIT_CU(cuGraphLaunch, exec_, stream);
 }
 
 void RoleGraph::attach(CUstream stream) {
+  const std::lock_guard lock(mutex_);
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUgraph capture = nullptr;
   const CUgraphNode* deps = nullptr;

@@ -5,9 +5,11 @@
 // its library and an explicit context (a graph node cannot hold a CUfunction
 // of a library kernel), and its own dynamic SMEM size. The roles form a chain;
 // with programmatic edges the next role launches while the previous runs and
-// waits for it in griddepcontrol.wait. The graph is instantiated on its first
-// eager launch; under stream capture it is attached as a child node instead.
+// waits for it in griddepcontrol.wait. The graph is instantiated before its
+// first eager launch, under the layer's lock; under stream capture it is
+// attached as a child node instead.
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,13 +43,24 @@ class RoleGraph {
   RoleGraph(const RoleGraph&) = delete;
   RoleGraph& operator=(const RoleGraph&) = delete;
 
-  // Eager: instantiates on first use, then cuGraphLaunch.
+  // Once, before the first launch (the caller holds a RelaxedCaptureScope:
+  // another thread may be capturing in global mode). The graph's own mutex
+  // serializes instantiate, launch and attach: threads whose forwards have the
+  // same arguments share one RoleGraph, and no driver call is safe on one graph
+  // object from two threads at once.
+  void instantiate();
+  bool instantiated() const {
+    const std::lock_guard lock(mutex_);
+    return exec_ != nullptr;
+  }
+  // Eager: cuGraphLaunch of the instantiated graph.
   void launch(CUstream stream);
   // `stream` is capturing: adds this graph as a child node after the
   // stream's current capture dependencies, which then become that node.
   void attach(CUstream stream);
 
  private:
+  mutable std::mutex mutex_;
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
 };

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -265,6 +266,66 @@ TEST_CASE("a graph captured on a stream the layer released replays on another st
     runtime::driver().cuGraphDestroy(step);
   }
   layer.release_stream(c.stream);
+}
+
+TEST_CASE("a layer built and run in one thread while another captures in global mode: both right, the capture whole") {
+  // A server warms a second model while its decode step is being captured on a blocking stream. The new layer's
+  // allocations, module loads, weight transforms and first forward must neither be refused under the capture's
+  // global mode nor invalidate it (work on the legacy stream is ordered against every blocking stream).
+  runtime::ScopedContext ctx(0);
+  StreamCase a("global-capture-a", gpu_test::seed() ^ 0x61A0ull);  // captured
+  StreamCase b("global-capture-b", gpu_test::seed() ^ 0x61B0ull);  // its layer built during the capture
+  runtime::MoeLayer la(a.config, a.w.device(), {});
+  CUstream blocking = nullptr;
+  MOEJIT_CU(cuStreamCreate, &blocking, CU_STREAM_DEFAULT);
+  MOEJIT_CU(cuStreamSynchronize, a.stream);
+  MOEJIT_CU(cuStreamSynchronize, b.stream);
+  la.forward(a.dev.args(a.B), blocking);  // warm: the captured forward finds its graph
+  const std::vector<std::uint16_t> want = download_sync(a.dev.y, blocking);
+  CHECK(cosine_vs_reference(a.w, a.p, a.in, want) >= 0.99999);
+
+  MOEJIT_CU(cuStreamBeginCapture, blocking, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  struct CaptureEnd {  // a capture left open on a throw would poison every later case of the process
+    CUstream s;
+    bool ended = false;
+    ~CaptureEnd() {
+      if (ended) return;
+      CUgraph g = nullptr;
+      runtime::driver().cuStreamEndCapture(s, &g);
+      if (g) runtime::driver().cuGraphDestroy(g);
+    }
+  } capture_end{blocking};
+  MOEJIT_CU(cuMemsetD8Async, a.dev.y.ptr(), 0xFF, a.dev.y.bytes(), blocking);
+  la.forward(a.dev.args(a.B), blocking);
+  std::unique_ptr<runtime::MoeLayer> lb;
+  std::string failure;
+  std::thread([&] {
+    try {
+      const runtime::ScopedContext own(0);
+      lb = std::make_unique<runtime::MoeLayer>(b.config, b.w.device(), runtime::MoeLayerOptions{});
+      MOEJIT_CU(cuMemsetD8Async, b.dev.y.ptr(), 0xFF, b.dev.y.bytes(), b.stream);
+      lb->forward(b.dev.args(b.B), b.stream);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }).join();
+  CUgraph g = nullptr;
+  const CUresult ended = runtime::driver().cuStreamEndCapture(blocking, &g);
+  capture_end.ended = true;
+  CHECK(failure == "");
+  CHECK(ended == CUDA_SUCCESS);
+  REQUIRE(g != nullptr);
+  CUgraphExec exec = nullptr;
+  MOEJIT_CU(cuGraphInstantiateWithFlags, &exec, g, 0);
+  MOEJIT_CU(cuGraphLaunch, exec, blocking);
+  CHECK(download_sync(a.dev.y, blocking) == want);
+  REQUIRE(lb != nullptr);
+  b.check_y();
+  MOEJIT_CU(cuGraphExecDestroy, exec);
+  MOEJIT_CU(cuGraphDestroy, g);
+  lb->release_stream(b.stream);
+  la.release_stream(blocking);
+  MOEJIT_CU(cuStreamDestroy, blocking);
 }
 
 TEST_CASE("a forward of B launches B's plan, whichever batch size ran first") {

@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -312,6 +315,73 @@ TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel
   CHECK(delta.misses + delta.disk_hits == distinct);
   CHECK(delta.compiles == delta.misses);
   CHECK(layer.kernels_built() == static_cast<int>(shapes.size()));
+}
+
+TEST_CASE("a batch size's first forward compiles without the layer's lock: other threads' warm forwards go on") {
+  // A server meets a new batch size while it serves others: the new size's NVRTC builds take seconds, and a layer
+  // that compiled them under its lock stalled every other thread's forward for that long.
+  runtime::ScopedContext ctx(0);
+  // A token capacity of this run's own (every role kernel's constant, not the weight transforms'), so that the cold
+  // size's kernels are compiled here, not found in memory or on disk.
+  std::random_device entropy;
+  codegen::MoeConfig config = gpu_test::small_config("unlocked", 16, 4, 1024, 512);
+  config.token_capacity = 16 + int(entropy() % 1000);
+  if (config.token_capacity >= 256) ++config.token_capacity;  // never the default the other cases build
+  MESSAGE("token capacity " << config.token_capacity);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() ^ 0x10CCull);
+  runtime::MoeLayer layer(config, w.device());
+  constexpr int kWarm = 8, kCold = 1;  // B = 1 runs the unit schedule's kernel, B = 8 the stream one
+  const oracle::RandomInputs warm_in = oracle::random_inputs(p, kWarm, oracle::RoutingKind::uniform, 11);
+  const oracle::RandomInputs cold_in = oracle::random_inputs(p, kCold, oracle::RoutingKind::uniform, 12);
+  DeviceInputs warm_dev(p, kWarm), cold_dev(p, kCold);
+  CUstream sw = nullptr, sc = nullptr;
+  MOEJIT_CU(cuStreamCreate, &sw, CU_STREAM_NON_BLOCKING);
+  MOEJIT_CU(cuStreamCreate, &sc, CU_STREAM_NON_BLOCKING);
+  warm_dev.upload(warm_in, sw);
+  cold_dev.upload(cold_in, sc);
+  MOEJIT_CU(cuStreamSynchronize, sc);
+  layer.forward(warm_dev.args(kWarm), sw);  // B = 8 built and warm
+  MOEJIT_CU(cuStreamSynchronize, sw);
+
+  const cache::CounterSnapshot before = jit::KernelCache::global().counters();
+  std::atomic<bool> cold_done{false};
+  std::string failure;
+  std::jthread cold([&] {  // joined on any throw below
+    try {
+      const runtime::ScopedContext own(0);
+      layer.forward(cold_dev.args(kCold), sc);
+      MOEJIT_CU(cuStreamSynchronize, sc);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    cold_done = true;
+  });
+  while (jit::KernelCache::global().counters().misses == before.misses && !cold_done)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const bool compiling = !cold_done;  // the cold size's first kernel build has begun and its forward is not done
+  for (int i = 0; i < 20; ++i) {
+    MOEJIT_CU(cuMemsetD8Async, warm_dev.y.ptr(), 0xFF, warm_dev.y.bytes(), sw);
+    layer.forward(warm_dev.args(kWarm), sw);
+    MOEJIT_CU(cuStreamSynchronize, sw);
+  }
+  // Under the lock, the warm forwards could only run once every cold build had finished.
+  const std::uint64_t compiled_meanwhile = jit::KernelCache::global().counters().compiles - before.compiles;
+  const bool cold_ran_on = !cold_done;
+  cold.join();
+  CHECK(failure == "");
+  if (compiling) {
+    CHECK(compiled_meanwhile == 0);  // 20 warm forwards while the cold size's first build was still running
+    CHECK(cold_ran_on);
+  } else {
+    WARN_MESSAGE(compiling, "the cold size compiled nothing (its kernels were on disk): the lock was not tested");
+  }
+  CHECK(cosine_vs_reference(w, p, warm_in, download_sync(warm_dev.y, sw)) >= 0.99999);
+  CHECK(cosine_vs_reference(w, p, cold_in, download_sync(cold_dev.y, sc)) >= 0.99999);
+  layer.release_stream(sw);
+  layer.release_stream(sc);
+  MOEJIT_CU(cuStreamDestroy, sw);
+  MOEJIT_CU(cuStreamDestroy, sc);
 }
 
 TEST_CASE("TensorMap cache: same address and shape hit; a new address is a new descriptor") {
