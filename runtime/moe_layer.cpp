@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "jit/kernel_cache.hpp"
@@ -86,13 +87,18 @@ std::uint64_t device_bytes_from(CUdeviceptr ptr, std::uint64_t want, PFN_cuMemGe
   return held;
 }
 
-void require_device_bytes(const char* field, const std::string& shown, CUdeviceptr ptr, std::uint64_t bytes,
-                          std::string_view what) {
+std::optional<std::uint64_t> device_bytes(CUdeviceptr ptr, std::uint64_t want) {
   CUresult error = CUDA_SUCCESS;
   const std::uint64_t held =
-      device_bytes_from(ptr, bytes, driver().cuMemGetAddressRange, driver().cuPointerGetAttribute, &error);
-  if (error != CUDA_SUCCESS && !not_device_memory(error)) check_cu(error, "cuMemGetAddressRange");
-  if (held < bytes)
+      device_bytes_from(ptr, want, driver().cuMemGetAddressRange, driver().cuPointerGetAttribute, &error);
+  if (error == CUDA_SUCCESS) return held;
+  if (!not_device_memory(error)) check_cu(error, "cuMemGetAddressRange");
+  return std::nullopt;
+}
+
+void require_device_bytes(const char* field, const std::string& shown, CUdeviceptr ptr, std::uint64_t bytes,
+                          std::string_view what) {
+  if (device_bytes(ptr, bytes).value_or(0) < bytes)
     throw InvalidInput(field, fmt::format("{} = 0x{:x} is invalid: it must be device memory holding the {} B of {}",
                                           shown, ptr, bytes, what));
 }
@@ -303,19 +309,15 @@ CUdeviceptr MoeLayer::workspace_for_locked(const MoeForwardArgs& a, StreamState&
 
 void MoeLayer::check_caller_workspace(CUdeviceptr ws) const {
   // The memory from `ws` on must hold the whole workspace.
-  CUresult error = CUDA_SUCCESS;
-  const std::uint64_t room =
-      detail::device_bytes_from(ws, static_cast<std::uint64_t>(workspace_bytes_), driver().cuMemGetAddressRange,
-                                driver().cuPointerGetAttribute, &error);
-  if (error != CUDA_SUCCESS && !detail::not_device_memory(error)) check_cu(error, "cuMemGetAddressRange");
-  if (error != CUDA_SUCCESS)
+  const std::optional<std::uint64_t> room = detail::device_bytes(ws, static_cast<std::uint64_t>(workspace_bytes_));
+  if (!room)
     throw InvalidInput("workspace", fmt::format("workspace = 0x{:x} is invalid: it is not device memory of this "
                                                 "context",
                                                 ws));
-  if (room < static_cast<std::uint64_t>(workspace_bytes_))
+  if (*room < static_cast<std::uint64_t>(workspace_bytes_))
     throw InvalidInput("workspace", fmt::format("workspace = 0x{:x} is invalid: its memory holds {} B from this "
                                                 "pointer; the layer needs {} B (workspace_bytes())",
-                                                ws, room, workspace_bytes_));
+                                                ws, *room, workspace_bytes_));
 }
 
 void MoeLayer::check_forward_buffers(const MoeForwardArgs& a) const {
@@ -503,12 +505,19 @@ void MoeLayer::forward(const MoeForwardArgs& a, CUstream stream, const RoleEvent
     bool pdl = false;
     {
       std::lock_guard lock(mutex_);
-      const RelaxedCaptureScope relaxed(true);  // as graph_for's cold path
+      const LaunchKey key = launch_key(a);
+      // A forward of arguments this stream ran before (kernels loaded, workspace allocated, buffers checked) makes
+      // no call that a capture would refuse; a cold one relaxes the mode, as graph_for's cold path does.
+      const auto known = streams_.find(stream);
+      const bool warm =
+          known != streams_.end() && known->second->checked == key && (a.workspace || known->second->workspace.ptr());
+      std::optional<RelaxedCaptureScope> relaxed;
+      if (capturing || !warm) relaxed.emplace(true);
       const TokenLaunch& t = kernels_for_locked(a.tokens);
       pdl = pdl_for(t);
       StreamState& st = stream_state_locked(stream, capturing);
       // Once per argument set, as a graph is built once: the driver queries stay off the repeated forward.
-      if (const LaunchKey key = launch_key(a); !(st.checked == key)) {
+      if (!(st.checked == key)) {
         check_forward_buffers(a);
         st.checked = key;
       }

@@ -2,6 +2,7 @@
 // What moe_layer.cpp and moe_layer_weights.cpp share; not part of the API.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,18 +21,22 @@ struct Loaded {
 // one a disk hit or a build that is then published for every later process.
 Loaded load(const codegen::KernelSpec& spec);
 
+// What cuMemGetAddressRange and cuPointerGetAttribute return for a pointer that is not device memory (anything
+// else but success: the driver could not tell).
+bool not_device_memory(CUresult r);
+
 // The device memory from `ptr` on, up to `want` bytes: cuMemGetAddressRange answers for one mapped region, and a
 // virtual-memory reservation (PyTorch's expandable segments) maps one tensor over many regions back to back. The
 // walk stays in `ptr`'s reservation (`reservation` is cuPointerGetAttribute, asked for RANGE_START_ADDR), so an
 // allocation that merely follows another never counts. 0 when `ptr` is not device memory, with its CUresult in
 // *error: INVALID_VALUE or NOT_FOUND for a pointer that is not (not_device_memory), anything else for a driver that
 // could not tell, there or at any step of the walk.
-// What cuMemGetAddressRange and cuPointerGetAttribute return for a pointer that is not device memory (anything
-// else but success: the driver could not tell).
-bool not_device_memory(CUresult r);
-
 std::uint64_t device_bytes_from(CUdeviceptr ptr, std::uint64_t want, PFN_cuMemGetAddressRange_v3020 range,
                                 PFN_cuPointerGetAttribute_v4000 reservation, CUresult* error);
+
+// device_bytes_from through the loaded driver: nullopt when `ptr` is not device memory, a DriverError where the
+// driver could not tell.
+std::optional<std::uint64_t> device_bytes(CUdeviceptr ptr, std::uint64_t want);
 
 // InvalidInput naming `field` unless `ptr` is device memory with `bytes` bytes from it on (`what` they hold); a
 // DriverError where the driver could not tell.
