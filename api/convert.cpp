@@ -75,7 +75,8 @@ codegen::MoeCodegenOptions codegen_options(const LayerOptions& o) {
   c.tile_n = o.tile_n;
   c.stages = o.stages;
   c.ctas_per_sm = o.ctas_per_sm;
-  c.schedule = parse_option("schedule", o.schedule, codegen::parse_schedule, "stream, units or empty (as planned)");
+  c.schedule =
+      parse_option("schedule", o.schedule, codegen::parse_schedule, "stream, units, items or empty (as planned)");
   c.ep_mode = parse_option("ep_mode", o.ep_mode, codegen::parse_ep_mode,
                            "none or a +-joined list of mirror, pull, staged-returns, direct-scan (empty: as planned)");
   if (o.dispatch_sms != -1) c.dispatch_sms = o.dispatch_sms;

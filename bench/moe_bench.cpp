@@ -56,7 +56,7 @@ options:
   --ctas-per-sm 1,2,3      compute CTAs per SM to sweep (0: as planned)
   --consumer-groups 2,3    consumer warpgroups to sweep (0: as planned)
   --activation-warps 1,0   activation producer warps to sweep (0: as planned)
-  --schedule planned,stream,units   schedules to sweep
+  --schedule planned,stream,units,items   schedules to sweep
   --decoded-scales         the decoder-warp variant (MoeCodegenOptions::decoded_scales)
   --pdl | --no-pdl         programmatic dependent launch between the roles (default: as planned)
   --trace                  per B, where the compute role's time goes: each CTA milestone, min / median / max
@@ -97,7 +97,8 @@ int run(int argc, char** argv) {
   // Tuning sweeps: --ctas-per-sm 2,3,4 and --consumer-groups 2,3 (each value, and each pair, a layer; 0 = as
   // planned), --model glm5.2
   std::vector<int> ctas_list = {0}, groups_list = {0}, act_list = {0};
-  std::vector<std::optional<codegen::Schedule>> schedule_list = {std::nullopt};  // --schedule planned,stream,units
+  std::vector<std::optional<codegen::Schedule>> schedule_list = {
+      std::nullopt};  // --schedule planned,stream,units,items
   codegen::MoeCodegenOptions codegen_options;
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   bool shared_expert = false;
@@ -128,7 +129,8 @@ int run(int argc, char** argv) {
         else if (const auto s = codegen::parse_schedule(name))
           schedule_list.push_back(*s);
         else
-          throw std::invalid_argument(fmt::format("--schedule: '{}' is not one of planned, stream, units", name));
+          throw std::invalid_argument(
+              fmt::format("--schedule: '{}' is not one of planned, stream, units, items", name));
       }
     } else if (a == "--model" && i + 1 < argc) {
       const std::string name = argv[++i];

@@ -63,6 +63,7 @@ const std::vector<AtomTraits>& all_atoms() {
        {{8, 4}, {32, 5}},
        1,
        4,
+       0,
        3,
        8,
        5,
@@ -72,7 +73,9 @@ const std::vector<AtomTraits>& all_atoms() {
       // 96 registers a thread hold a 16-column tile (32 spills).
       // PDL between the roles up to B = 2: in two rounds against the same kernels without it, B = 1 and 2 ran
       // faster on both models (+0.1 to +2.3 points), B = 4 split (GLM5.2 -1.3, DSV4.1-Flash +1.9), and B = 8 lost
-      // 4.3 points in a first sweep (H100, bench/results/2026-12-05-h100-exact-pdl.md).
+      // 4.3 points in a first sweep (H100, bench/results/2026-12-05-h100-exact-pdl.md). The item schedule at
+      // B = 1: +13.7% (DSV4.1-Flash) and +2.9% (GLM5.2) over stream in two rounds; at B = 2 -2.9% to +0.7%, from
+      // B = 4 2-13% slower (H200, bench/results/2026-12-05-h200-item-schedule.md).
       {Arch::sm_90a,
        ComputePath::exact,
        Recipe::w4a8_mx,
@@ -88,7 +91,8 @@ const std::vector<AtomTraits>& all_atoms() {
        16,
        {},
        0,
-       2},
+       2,
+       1},
       // The W4A16 recipe on the exact atom's mainloop: the caller's BF16 rows, a BF16 handoff.
       {Arch::sm_90a,
        ComputePath::exact,

@@ -36,7 +36,9 @@ std::vector<std::pair<std::string, std::int64_t>> dims_constants(const contract:
 }
 
 int schedule_constant(const MoeLaunchPlan& plan) {
-  return plan.schedule == Schedule::units ? contract::kScheduleUnits : contract::kScheduleStream;
+  return plan.schedule == Schedule::units   ? contract::kScheduleUnits
+         : plan.schedule == Schedule::items ? contract::kScheduleItems
+                                            : contract::kScheduleStream;
 }
 
 // The entry asserts the workspace layout the host carves.

@@ -54,11 +54,12 @@ void validate(const MoeCodegenOptions& o) {
 }
 
 std::string_view schedule_name(Schedule s) {
-  return s == Schedule::units ? "units" : "stream";
+  return s == Schedule::units ? "units" : s == Schedule::items ? "items" : "stream";
 }
 std::optional<Schedule> parse_schedule(std::string_view text) {
   if (text == "stream") return Schedule::stream;
   if (text == "units") return Schedule::units;
+  if (text == "items") return Schedule::items;
   return std::nullopt;
 }
 

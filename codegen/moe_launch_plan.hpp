@@ -21,14 +21,16 @@
 
 namespace moejit::codegen {
 
-// The compute role's schedule (contract::kScheduleStream / kScheduleUnits):
-// stream splits each phase's K128 steps evenly over the CTAs, and a GEMM2
-// step waits for the GEMM1 tiles it reads, run by whichever CTAs; units gives
-// each CTA whole (expert, K128 block of I) units, GEMM1 rows and the GEMM2
-// K block they feed, so no CTA waits for another, and finalize adds the
-// units' FP32 partial rows (small B, the sm90-fp8-wgmma atom, one GPU).
-enum class Schedule { stream, units };
-std::string_view schedule_name(Schedule s);  // "stream", "units"
+// The compute role's schedule (contract::kScheduleStream / kScheduleUnits /
+// kScheduleItems): stream splits each phase's K128 steps evenly over the
+// CTAs, and a GEMM2 step waits for the GEMM1 tiles it reads, run by whichever
+// CTAs; units gives each CTA whole (expert, K128 block of I) units, GEMM1
+// rows and the GEMM2 K block they feed, so no CTA waits for another, and
+// finalize adds the units' FP32 partial rows (small B, the sm90-fp8-wgmma
+// atom, one GPU); items deals whole items round-robin, GEMM1's then GEMM2's,
+// none cut (small B, the atoms of uniform step costs, one GPU).
+enum class Schedule { stream, units, items };
+std::string_view schedule_name(Schedule s);  // "stream", "units", "items"
 std::optional<Schedule> parse_schedule(std::string_view text);
 
 // Everything besides the config, B and the device that changes the emitted

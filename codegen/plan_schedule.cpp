@@ -24,11 +24,26 @@ double expected_unit_balance(const MoeConfig& config, int batch, int grid) {
 }
 
 // The compute role's schedule; units runs items of kUnitTiles tiles on two consumer warpgroups (a pair each) or
-// three (step owners, contract::step_owners).
+// three (step owners, contract::step_owners); items runs the plan's items whole.
 void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,
                    const MoeCodegenOptions& options, const AtomTraits& atom) {
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
   const contract::MoeDims dims = workspace_dims(config, p.contract_path);
+  // Whole items dealt round-robin: unweighed, so only where every step costs the same.
+  const bool items_run = config.ranks == 1 && !contract::path_cost_weighted(p.contract_path);
+  if (options.schedule == Schedule::items && !items_run)
+    throw ConfigError("schedule", fmt::format("schedule = items is invalid for the {} atom{}: only atoms whose steps "
+                                              "all cost the same (the exact path's) run it, on one GPU",
+                                              atom.name, config.ranks > 1 ? " with expert parallelism" : ""));
+  if (options.schedule == Schedule::items || (!options.schedule && items_run && batch <= atom.item_max_batch)) {
+    p.schedule = Schedule::items;
+    note(fmt::format(
+        "schedule items ({}): whole items dealt round-robin over the CTAs, GEMM1's then GEMM2's; none "
+        "is cut, so no CTA adds another's partial sums",
+        options.schedule ? std::string("set by the options")
+                         : fmt::format("B <= {}, the {} atom's measured range", atom.item_max_batch, atom.name)));
+    return;
+  }
   // The partial rows take the split-K slots' bytes, which grow with the grid: the smallest grid is the bound.
   const bool runs = p.contract_path == contract::kPathSm90Fp8 && config.ranks == 1;
   const bool fits = contract::unit_partials_fit(dims, device.sm_count, batch);

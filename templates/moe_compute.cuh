@@ -146,9 +146,16 @@ struct ComputeRole {
   // bench/results/2026-12-03-h200-prologue-and-loops.md).
   static constexpr bool kWarpTables = kRanks == 1 && kUnits;
   using StreamWalker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileRows, kGrid, Atom, kSmem.shares>;
-  using Walker = typename SelectType<kUnits, UnitWalker<kHidden, kInter, kTiles, kTileRows, kGrid>, StreamWalker>::type;
+  using Walker = typename SelectType<
+      kUnits, UnitWalker<kHidden, kInter, kTiles, kTileRows, kGrid>,
+      typename SelectType<kSchedule == contract::kScheduleItems, ItemWalker<kHidden, kInter, kTiles, kTileRows, kGrid>,
+                          StreamWalker>::type>::type;
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
-  static_assert(kSchedule == contract::kScheduleStream || kSchedule == contract::kScheduleUnits, "a schedule");
+  static_assert(kSchedule == contract::kScheduleStream || kSchedule == contract::kScheduleUnits ||
+                    kSchedule == contract::kScheduleItems,
+                "a schedule");
+  static_assert(kSchedule != contract::kScheduleItems || (kRanks == 1 && !contract::path_cost_weighted(kPath)),
+                "the item schedule: one GPU, an atom of uniform step costs (its items are not weighed)");
   static_assert(!kUnits || kRanks == 1, "the unit schedule runs on one GPU: finalize adds its partial rows");
   static_assert(!kOwners || (kUnits && kPaired == contract::kPairedAll && !kDecoded),
                 "step owners: the unit schedule's fast kernel");

@@ -16,7 +16,13 @@ namespace contract {
 //    the 4 tiles of block s, then GEMM2's K block s over all of H. A unit's
 //    GEMM2 reads only its own GEMM1 rows, so no CTA waits for another; each
 //    unit leaves FP32 partial rows and finalize adds an expert's I/128 of them.
-constexpr int kScheduleStream = 0, kScheduleUnits = 1;
+//  - items (small B, one GPU, atoms of uniform step costs): whole items dealt
+//    round-robin over the grid, GEMM1's then GEMM2's in one list; no item is
+//    cut, so no CTA adds another's partial sums, and a GEMM2 step waits for
+//    its K block's GEMM1 tiles as on stream. A CTA may run one item more than
+//    another; the CTAs sharing an SM share its issue slots, which evens that
+//    out where an SM holds several (the exact atom's three).
+constexpr int kScheduleStream = 0, kScheduleUnits = 1, kScheduleItems = 2;
 constexpr int kUnitTiles = 4;  // a unit's GEMM1 item: the 64-row tiles of 128 intermediate columns
 // Step owners: the unit schedule on three consumer warpgroups, whose items of kUnitTiles tiles do not split three
 // ways. Warpgroup w instead owns the steps k = w (mod 3) of a segment and runs each over all the item's tiles,

@@ -285,6 +285,45 @@ struct UnitWalker {
   }
 };
 
+// The item schedule's walk (contract::kScheduleItems): whole items, dealt
+// round-robin over the grid in one list, GEMM1's items then GEMM2's, so CTA b
+// runs items b, b + G, b + 2G, ... No item is cut (no partial sums, no owner
+// waiting for pieces), and the CTAs that draw one GEMM1 item fewer are the
+// first to reach GEMM2. A CTA's share is unbalanced by up to one item, which
+// the CTAs that share an SM even out where several do (they share its issue
+// slots): the exact atom's three CTAs a SM at small B.
+template <int kHidden, int kInter, int kTiles, int kTileN, int kGrid>
+struct ItemWalker {
+  using Shape = PhaseShape<kHidden, kInter, kTiles>;
+  const RouteTables* t;
+  int item;        // the next item of this CTA, over GEMM1's items then GEMM2's
+  long long step;  // (the stream schedule's cut items read it; whole items have none)
+
+  template <int kThreads>
+  __device__ static void fill_shares(const RouteTables&) {}
+  __device__ long long share(int, int) const { return 0; }
+  __device__ explicit ItemWalker(const RouteTables* tables) : t(tables), item(cta_index()), step(0) {}
+
+  __device__ bool next(Segment& s) {
+    const int items1 = t->tiles * Shape::mt(0);
+    if (item >= items1 + t->tiles * Shape::mt(1)) return false;
+    s.phase = item >= items1;
+    // Divisions by compile-time constants (see SegmentWalker).
+    const unsigned local = unsigned(item - (s.phase ? items1 : 0));
+    const int tile = int(s.phase ? local / Shape::mt(1) : local / Shape::mt(0));
+    s.mt = int(s.phase ? local % Shape::mt(1) : local % Shape::mt(0));
+    s.k0 = 0;
+    s.k1 = s.phase ? Shape::kb(1) : Shape::kb(0);
+    const int lo = last_where(t->n_active, [&](int a) { return t->tile0[a] <= tile; });
+    s.a = lo;
+    s.j = tile - t->tile0[lo];
+    s.expert = t->active[lo];
+    s.rows = min(kTileN, t->count[lo] - s.j * kTileN);
+    item += kGrid;
+    return true;
+  }
+};
+
 template <bool kFirst, class A, class B>
 struct SelectType {
   using type = A;

@@ -29,10 +29,11 @@ std::vector<OptionSpec> codegen_option_specs() {
        "3 for the fast atom on one GPU; with the unit schedule 2, a pair of tiles each, or 3, step owners)",
        "G"},
       {"schedule", true,
-       "the compute role's schedule: stream (each phase's K128 steps split evenly over the CTAs) or units "
+       "the compute role's schedule: stream (each phase's K128 steps split evenly over the CTAs), units "
        "(small B, the fast path on one GPU: whole (expert, 128 intermediate columns) units, no CTA waits for "
-       "another; finalize adds their partial rows); default: planned (units at B = 1, and at B = 2 where whole units "
-       "balance the grid, on sm_90a's fast path)",
+       "another; finalize adds their partial rows) or items (small B, the exact path on one GPU: whole items dealt "
+       "round-robin, none cut); default: planned (units at B = 1, and at B = 2 where whole units balance the grid, "
+       "on sm_90a's fast path; items at B = 1 on the exact path)",
        "S"},
       {"activation-warps", true,
        "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "
@@ -80,7 +81,7 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
   o.consumer_groups = static_cast<int>(args.get_int("consumer-groups", 0, 1, contract::kMaxGroups));
   if (auto s = args.get("schedule")) {
     const auto parsed = codegen::parse_schedule(*s);
-    if (!parsed) throw UsageError(fmt::format("--schedule: '{}' is not one of stream, units", excerpt(*s)));
+    if (!parsed) throw UsageError(fmt::format("--schedule: '{}' is not one of stream, units, items", excerpt(*s)));
     o.schedule = *parsed;
   }
   o.activation_warps = static_cast<int>(args.get_int("activation-warps", 0, 1, contract::kMaxActivationWarps));

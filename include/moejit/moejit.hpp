@@ -84,8 +84,8 @@ struct LayerOptions {
   int tile_n = 0;           // tuning overrides, 0: as planned
   int stages = 0;
   int ctas_per_sm = 0;
-  // The compute role's schedule: "" as planned, "stream" or "units" (small B, the fast path on one GPU; `moejit
-  // plan` row "schedule").
+  // The compute role's schedule: "" as planned, "stream", "units" (small B, the fast path on one GPU) or "items"
+  // (small B, the exact path on one GPU) (`moejit plan` row "schedule").
   std::string schedule;
   // Expert parallelism (ranks > 1): "" as planned, or "none" or a +-joined list of mirror, pull, staged-returns,
   // direct-scan (docs/expert-parallelism.md); dispatch_sms: -1 as planned (or MOEJIT_DISPATCH_SMS), else the SMs
@@ -115,7 +115,7 @@ struct Plan {
   int batch = 0;
   int tile_n = 0;
   int stages = 0;
-  std::string schedule = "stream";  // "stream" or "units" (LayerOptions::schedule)
+  std::string schedule = "stream";  // "stream", "units" or "items" (LayerOptions::schedule)
   bool pdl = false;                 // programmatic dependent launch between the roles (LayerOptions::pdl applied)
   std::string ep_mode = "none";     // expert parallelism's modes (LayerOptions::ep_mode), "none" with one rank
   int dispatch_sms = 0;             // SMs kept out of the compute grid for the dispatch role

@@ -81,7 +81,7 @@ class MoeLayer:
     weights and scales on the GPU, uint8 (``weight_shapes(config)``); the
     layer packs them into its own layout on construction and keeps no
     reference to them. Options: ``path`` ("fast", the default, or "exact"), ``input_bf16``,
-    ``tile_n``, ``stages``, ``ctas_per_sm``, ``schedule`` ("stream" or "units"; default: planned), ``device``,
+    ``tile_n``, ``stages``, ``ctas_per_sm``, ``schedule`` ("stream", "units" or "items"; default: planned), ``device``,
     ``check_routes_on_host``, ``pdl`` (PDL between the roles; default: planned, on up to B = 4 on sm_90a's
     fast path and up to B = 2 on its exact path), ``use_graphs``.
     """

@@ -158,7 +158,7 @@ set_tests_properties(cli_plan_bad_tile_n PROPERTIES PASS_REGULAR_EXPRESSION
   "--tile-n: tile_n = 12 is invalid: must be 8, 16, 32 or 64")
 add_test(NAME cli_plan_bad_schedule COMMAND moejit plan --model glm5.2 --ranks 1 --batch 1 --device h200 --schedule rounds)
 set_tests_properties(cli_plan_bad_schedule PROPERTIES PASS_REGULAR_EXPRESSION
-  "--schedule: 'rounds' is not one of stream, units")
+  "--schedule: 'rounds' is not one of stream, units, items")
 add_test(NAME cli_plan_units_past_the_workspace
   COMMAND moejit plan --model glm5.2 --ranks 1 --batch 16 --device h200 --schedule units)
 set_tests_properties(cli_plan_units_past_the_workspace PROPERTIES PASS_REGULAR_EXPRESSION

@@ -54,7 +54,7 @@ bool poisoned_row(const std::vector<std::uint16_t>& y, int t, int H) {
 }  // namespace
 
 TEST_CASE(
-    "route ids outside [0, E), repeated experts and 32 distinct experts in one step: both schedules, both paths") {
+    "route ids outside [0, E), repeated experts and 32 distinct experts in one step: every schedule, both paths") {
   runtime::ScopedContext ctx(0);
   struct Variant {
     std::string name;
@@ -66,6 +66,7 @@ TEST_CASE(
       {"fast units", false, codegen::ComputePath::fast, codegen::Schedule::units},
       {"fast stream", false, codegen::ComputePath::fast, codegen::Schedule::stream},
       {"exact stream", false, codegen::ComputePath::exact, codegen::Schedule::stream},
+      {"exact items", false, codegen::ComputePath::exact, codegen::Schedule::items},
       {"fast units + shared expert", true, codegen::ComputePath::fast, codegen::Schedule::units},
   };
   const int E = 40, K = 8;

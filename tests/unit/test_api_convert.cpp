@@ -99,7 +99,7 @@ TEST_CASE("api: options map onto the codegen and layer options; a bad path is re
   o.schedule = "rounds";
   std::tie(field, what) = refused(o);
   CHECK(field == "schedule");
-  CHECK(what == std::string("schedule = 'rounds' is invalid: must be stream, units or empty (as planned)"));
+  CHECK(what == std::string("schedule = 'rounds' is invalid: must be stream, units, items or empty (as planned)"));
   o.schedule = "units";
   CHECK(api::codegen_options(o).schedule == codegen::Schedule::units);
   o.schedule.clear();

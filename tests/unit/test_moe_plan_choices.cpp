@@ -156,7 +156,7 @@ TEST_CASE(
   CHECK(codegen::plan_launch(codegen::builtin_model("glm5.2", true), 2, h200).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 3, h200).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 1, h200, {.path = codegen::ComputePath::exact}).schedule ==
-        codegen::Schedule::stream);
+        codegen::Schedule::items);  // the exact atom's own small-B schedule (below)
   CHECK(codegen::plan_launch(glm, 1, h200, {.consumer_groups = 1}).schedule == codegen::Schedule::stream);
   CHECK(codegen::plan_launch(glm, 1, h200, {.consumer_groups = 3}).schedule == codegen::Schedule::units);
   CHECK(codegen::plan_launch(glm, 1, h200, {.decoded_scales = true}).schedule == codegen::Schedule::stream);
@@ -201,6 +201,53 @@ TEST_CASE(
                        "schedule = units is invalid for the sm90-fp8-wgmma atom with expert parallelism: only the "
                        "sm90-fp8-wgmma atom on one GPU runs it",
                        codegen::ConfigError);
+}
+
+TEST_CASE("the item schedule: planned for the exact atom at B = 1, asked for on any atom of uniform step costs") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  const codegen::MoeCodegenOptions exact{.path = codegen::ComputePath::exact};
+  for (const char* model : {"glm5.2", "dsv4.1-flash", "gpt-oss-120b"}) {
+    CAPTURE(model);
+    const codegen::MoeConfig c = codegen::builtin_model(model);
+    // Measured at B = 1 only (its atom row's item_max_batch); stream from B = 2.
+    const codegen::MoeLaunchPlan one = codegen::plan_launch(c, 1, h200, exact);
+    CHECK(one.schedule == codegen::Schedule::items);
+    CHECK(constant_of(codegen::moe_compute_spec(c, one), "kSchedule") == contract::kScheduleItems);
+    CHECK(constant_of(codegen::moe_finalize_spec(c, one), "kSchedule") == contract::kScheduleItems);
+    CHECK(std::count(one.notes.begin(), one.notes.end(),
+                     "schedule items (B <= 1, the sm90-bf16-mma atom's measured range): whole items dealt "
+                     "round-robin over the CTAs, GEMM1's then GEMM2's; none is cut, so no CTA adds another's "
+                     "partial sums") == 1);
+    CHECK(codegen::plan_launch(c, 2, h200, exact).schedule == codegen::Schedule::stream);
+    // The fast atom weighs its steps by token tile width, which whole items dealt round-robin do not.
+    CHECK(codegen::plan_launch(c, 1, h200).schedule != codegen::Schedule::items);
+    // Asked for: any B on the exact atoms (W4A16's too, which does not plan it: not measured there).
+    const codegen::MoeLaunchPlan asked =
+        codegen::plan_launch(c, 64, h200, {.path = codegen::ComputePath::exact, .schedule = codegen::Schedule::items});
+    CHECK(asked.schedule == codegen::Schedule::items);
+    CHECK(constant_of(codegen::moe_compute_spec(c, asked), "kSchedule") == contract::kScheduleItems);
+    codegen::MoeConfig w4a16 = c;
+    w4a16.recipe = codegen::Recipe::w4a16;
+    CHECK(codegen::plan_launch(w4a16, 1, h200).schedule == codegen::Schedule::stream);
+    CHECK(codegen::plan_launch(w4a16, 1, h200, {.schedule = codegen::Schedule::items}).schedule ==
+          codegen::Schedule::items);
+  }
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  CHECK_THROWS_WITH_AS(codegen::plan_launch(glm, 1, h200, {.schedule = codegen::Schedule::items}),
+                       "schedule = items is invalid for the sm90-fp8-wgmma atom: only atoms whose steps all cost the "
+                       "same (the exact path's) run it, on one GPU",
+                       codegen::ConfigError);
+  codegen::MoeConfig ep = glm;
+  ep.ranks = 2;
+  CHECK(codegen::plan_launch(ep, 1, h200, exact).schedule == codegen::Schedule::stream);
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(ep, 1, h200, {.path = codegen::ComputePath::exact, .schedule = codegen::Schedule::items}),
+      "schedule = items is invalid for the sm90-bf16-mma atom with expert parallelism: only atoms whose steps all "
+      "cost the same (the exact path's) run it, on one GPU",
+      codegen::ConfigError);
+  for (const codegen::Schedule s : {codegen::Schedule::stream, codegen::Schedule::units, codegen::Schedule::items})
+    CHECK(codegen::parse_schedule(codegen::schedule_name(s)) == s);
+  CHECK_FALSE(codegen::parse_schedule("item").has_value());
 }
 
 TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPairedRows rows") {
