@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# s42 (~200 s): (1) the item schedule as planned (B = 1 on the exact path) against 75c91f4, two rounds; (2) ncu
+# --set full on the compute kernel of 75c91f4 and of main's stream schedule, exact, DSV4.1-Flash B = 2: where
+# today's exact kernel spends the 5-9% it takes longer than 75c91f4's per item (acceptance 2).
+set -uo pipefail
+D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $1  device: $D"; shift; echo "# command: $*"; }
+echo "device: $D"
+B=$PWD/.device/bin; O=$PWD/.device/old; C=$(cat .device/COMMIT)
+bench() {  # name bin commit round
+  { hdr "$3" moejit_bench_moe --batches 1,2,4 --model M $([ $1 = old ] || echo --path exact)
+    for m in glm5.2 dsv4.1-flash; do
+      MOEJIT_CACHE_DIR=/tmp/c-$1 timeout 90 $2/moejit_bench_moe --batches 1,2,4 $([ $1 = old ] || echo --path exact) --model $m; done; } > $OUT/s42-bench-$1-$4.log 2>&1
+  echo "$1 #$4 done at ${SECONDS}s"
+}
+bench old $O 75c91f4 1; bench main $B $C 1; bench main $B $C 2; bench old $O 75c91f4 2
+grep -E "^(glm5.2|dsv4.1-flash) " $OUT/s42-bench-*.log | awk '{print $1, $2, $3, $7}' | head -30
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+for v in old main; do
+  bin=$O; args=""; c=75c91f4
+  [ $v = main ] && bin=$B && args="--path exact" && c=$C
+  { hdr $c ncu --clock-control none --set full -k regex:compute --launch-skip 12 --launch-count 1 moejit_bench_moe $args --model dsv4.1-flash --batches 2
+    MOEJIT_CACHE_DIR=/tmp/c-$v timeout 150 $NCU --clock-control none --set full -k regex:compute --launch-skip 12 --launch-count 1 \
+      $bin/moejit_bench_moe $args --model dsv4.1-flash --batches 2; } > $OUT/s42-ncu-$v.log 2>&1
+  echo "ncu $v done at ${SECONDS}s: $(grep -cE 'Duration|Executed Ipc' $OUT/s42-ncu-$v.log) lines"
+done
+cd $OUT && tar czf s42-logs.tgz s42-*.log && rm s42-*.log
