@@ -74,8 +74,8 @@ const std::vector<AtomTraits>& all_atoms() {
       // PDL between the roles up to B = 2: in two rounds against the same kernels without it, B = 1 and 2 ran
       // faster on both models (+0.1 to +2.3 points), B = 4 split (GLM5.2 -1.3, DSV4.1-Flash +1.9), and B = 8 lost
       // 4.3 points in a first sweep (H100, bench/results/2026-12-05-h100-exact-pdl.md). The item schedule at
-      // B = 1: +13.7% (DSV4.1-Flash) and +2.9% (GLM5.2) over stream in two rounds; at B = 2 -2.9% to +0.7%, from
-      // B = 4 2-13% slower (H200, bench/results/2026-12-05-h200-item-schedule.md).
+      // B = 1: +13.7% (DSV4.1-Flash) and +2.9% (GLM5.2) over stream in two rounds; at B = 2-4 -5.1% to +0.7%, from
+      // B = 8 4.0-12.6% slower (H200, bench/results/2026-12-05-h200-item-schedule.md).
       {Arch::sm_90a,
        ComputePath::exact,
        Recipe::w4a8_mx,

@@ -152,8 +152,9 @@ KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan)
   s.constants.emplace_back("kRanks", d.ranks);
   s.constants.emplace_back("kEp", plan.ep.mode);
   // The unit schedule's partial rows sit after the compute grid's slots (contract::partials_offset); the
-  // stream schedule's finalize does not depend on the grid.
-  s.constants.emplace_back("kSchedule", schedule_constant(plan));
+  // stream and item schedules' finalize does not depend on the grid, and is one kernel for both.
+  s.constants.emplace_back("kSchedule",
+                           plan.schedule == Schedule::units ? contract::kScheduleUnits : contract::kScheduleStream);
   s.constants.emplace_back("kGrid", plan.schedule == Schedule::units ? plan.compute.grid : 0);
   s.params = {
       {"topk_ids", ParamType::ptr, "const moejit::i32*"},

@@ -29,11 +29,12 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                    const MoeCodegenOptions& options, const AtomTraits& atom) {
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
   const contract::MoeDims dims = workspace_dims(config, p.contract_path);
-  // Whole items dealt round-robin: unweighed, so only where every step costs the same.
-  const bool items_run = config.ranks == 1 && !contract::path_cost_weighted(p.contract_path);
+  // Whole items dealt round-robin, unweighed: the exact path's atoms (every step costs the same), which have run it.
+  const bool items_run = config.ranks == 1 && contract::schedule_items_runs(p.contract_path);
   if (options.schedule == Schedule::items && !items_run)
-    throw ConfigError("schedule", fmt::format("schedule = items is invalid for the {} atom{}: only atoms whose steps "
-                                              "all cost the same (the exact path's) run it, on one GPU",
+    throw ConfigError("schedule", fmt::format("schedule = items is invalid for the {} atom{}: it runs on the sm_90a "
+                                              "exact path's atoms on one GPU (allowed here: stream, or empty as "
+                                              "planned)",
                                               atom.name, config.ranks > 1 ? " with expert parallelism" : ""));
   if (options.schedule == Schedule::items || (!options.schedule && items_run && batch <= atom.item_max_batch)) {
     p.schedule = Schedule::items;

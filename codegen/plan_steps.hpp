@@ -25,7 +25,7 @@ void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, cons
 // plus the fused shared expert, which every forward runs. 1: every CTA runs as many units.
 double expected_unit_balance(const MoeConfig& config, int batch, int grid);
 
-// The schedule (stream or units) and, for units, its consumer warpgroups.
+// The schedule (stream, units or items) and, for units, its consumer warpgroups.
 void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,
                    const MoeCodegenOptions& options, const AtomTraits& atom);
 

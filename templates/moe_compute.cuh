@@ -154,8 +154,8 @@ struct ComputeRole {
   static_assert(kSchedule == contract::kScheduleStream || kSchedule == contract::kScheduleUnits ||
                     kSchedule == contract::kScheduleItems,
                 "a schedule");
-  static_assert(kSchedule != contract::kScheduleItems || (kRanks == 1 && !contract::path_cost_weighted(kPath)),
-                "the item schedule: one GPU, an atom of uniform step costs (its items are not weighed)");
+  static_assert(kSchedule != contract::kScheduleItems || (kRanks == 1 && contract::schedule_items_runs(kPath)),
+                "the item schedule: one GPU, the exact path's atoms (contract::schedule_items_runs)");
   static_assert(!kUnits || kRanks == 1, "the unit schedule runs on one GPU: finalize adds its partial rows");
   static_assert(!kOwners || (kUnits && kPaired == contract::kPairedAll && !kDecoded),
                 "step owners: the unit schedule's fast kernel");

@@ -23,6 +23,11 @@ namespace contract {
 //    another; the CTAs sharing an SM share its issue slots, which evens that
 //    out where an SM holds several (the exact atom's three).
 constexpr int kScheduleStream = 0, kScheduleUnits = 1, kScheduleItems = 2;
+// The atoms the item schedule runs on: the sm_90a exact path's (BF16 products; W4A8 and W4A16), whose steps all
+// cost the same (path_cost_weighted), and which are the ones it has run on.
+MOEJIT_HD constexpr bool schedule_items_runs(int path) {
+  return path == kPathSm90Bf16;
+}
 constexpr int kUnitTiles = 4;  // a unit's GEMM1 item: the 64-row tiles of 128 intermediate columns
 // Step owners: the unit schedule on three consumer warpgroups, whose items of kUnitTiles tiles do not split three
 // ways. Warpgroup w instead owns the steps k = w (mod 3) of a segment and runs each over all the item's tiles,

@@ -1,6 +1,9 @@
 #pragma once
-// The compute role's schedule, derived by every CTA from topk_ids alone, so
-// no role has to run before the weights start streaming:
+// The compute role's schedules, derived by every CTA from topk_ids alone, so
+// no role has to run before the weights start streaming. The stream
+// schedule's walk (SegmentWalker), below; the unit schedule's (UnitWalker) and
+// the item schedule's (ItemWalker) after it share its routing tables and
+// item shapes:
 //
 //  1. Routing (moe_routing.cuh): routes per expert, the active experts in
 //     expert order, and the token tiles of each (ceil(count / tile_n)); all

@@ -31,9 +31,9 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"schedule", true,
        "the compute role's schedule: stream (each phase's K128 steps split evenly over the CTAs), units "
        "(small B, the fast path on one GPU: whole (expert, 128 intermediate columns) units, no CTA waits for "
-       "another; finalize adds their partial rows) or items (small B, the exact path on one GPU: whole items dealt "
-       "round-robin, none cut); default: planned (units at B = 1, and at B = 2 where whole units balance the grid, "
-       "on sm_90a's fast path; items at B = 1 on the exact path)",
+       "another; finalize adds their partial rows) or items (small B, sm_90a's exact path on one GPU: whole items "
+       "dealt round-robin, none cut); default: planned (units at B = 1, and at B = 2 where whole units balance the "
+       "grid, on sm_90a's fast path; items at B = 1 on its exact path under W4A8)",
        "S"},
       {"activation-warps", true,
        "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "

@@ -85,7 +85,7 @@ struct LayerOptions {
   int stages = 0;
   int ctas_per_sm = 0;
   // The compute role's schedule: "" as planned, "stream", "units" (small B, the fast path on one GPU) or "items"
-  // (small B, the exact path on one GPU) (`moejit plan` row "schedule").
+  // (small B, sm_90a's exact path on one GPU) (`moejit plan` row "schedule").
   std::string schedule;
   // Expert parallelism (ranks > 1): "" as planned, or "none" or a +-joined list of mirror, pull, staged-returns,
   // direct-scan (docs/expert-parallelism.md); dispatch_sms: -1 as planned (or MOEJIT_DISPATCH_SMS), else the SMs

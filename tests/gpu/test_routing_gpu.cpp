@@ -67,6 +67,7 @@ TEST_CASE(
       {"fast stream", false, codegen::ComputePath::fast, codegen::Schedule::stream},
       {"exact stream", false, codegen::ComputePath::exact, codegen::Schedule::stream},
       {"exact items", false, codegen::ComputePath::exact, codegen::Schedule::items},
+      {"exact items + shared expert", true, codegen::ComputePath::exact, codegen::Schedule::items},
       {"fast units + shared expert", true, codegen::ComputePath::fast, codegen::Schedule::units},
   };
   const int E = 40, K = 8;

@@ -425,6 +425,64 @@ TEST_CASE("a traced forward records each compute CTA's milestones in order and g
   MOEJIT_CU(cuStreamDestroy, s);
 }
 
+TEST_CASE("the item schedule runs whole items: each CTA streams whole items and waits for no piece; y passes") {
+  // Planned on the exact path at B = 1 (AtomTraits::item_max_batch), asked for at B = 24. The trace tells the
+  // walk apart from the stream shares it replaced: those cut items (steps that are not whole items, owners
+  // waiting for pieces), these never do.
+  runtime::ScopedContext ctx(0);
+  const codegen::MoeConfig config = gpu_test::small_config("items", 64, 4, 2048, 1024);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() ^ 0x17E45ull);
+  runtime::MoeLayerOptions planned_options, asked_options;
+  planned_options.codegen.path = asked_options.codegen.path = codegen::ComputePath::exact;
+  asked_options.codegen.schedule = codegen::Schedule::items;
+  runtime::MoeLayer planned(config, w.device(), planned_options), asked(config, w.device(), asked_options);
+  CUstream s;
+  MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+  std::uint64_t case_seed = gpu_test::seed() ^ 0x17E45ull;
+  for (const int b : {1, 24}) {
+    runtime::MoeLayer& layer = b == 1 ? planned : asked;
+    INFO("B=", b);
+    const codegen::MoeLaunchPlan plan = layer.plan(b);
+    REQUIRE(plan.schedule == codegen::Schedule::items);
+    const oracle::RandomInputs in = oracle::random_inputs(p, b, oracle::RoutingKind::uniform, ++case_seed);
+    DeviceInputs dev(p, b);
+    dev.upload(in, s);
+    const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;
+    DeviceBuffer trace(slots * 8);
+    MOEJIT_CU(cuMemsetD8, trace.ptr(), 0, slots * 8);
+    runtime::MoeForwardArgs traced = dev.args(b);
+    traced.trace = trace.ptr();
+    layer.forward(traced, s);
+    MOEJIT_CU(cuStreamSynchronize, s);
+    std::vector<std::uint64_t> t(slots);
+    trace.download(t);
+    std::vector<int> count(config.experts, 0);
+    for (const int e : in.routing.ids) ++count[e];
+    long long tiles = 0;
+    for (const int c : count) tiles += (c + plan.tile_n - 1) / plan.tile_n;
+    const long long kb0 = p.hidden / 128, kb1 = p.intermediate / 128;
+    long long steps0 = 0, steps1 = 0;
+    for (int c = 0; c < plan.compute.grid; ++c) {
+      const auto at = [&](int slot) { return t[std::size_t(c) * contract::kTraceSlots + slot]; };
+      INFO("CTA ", c);
+      CHECK(at(contract::kTraceSteps0) % kb0 == 0);
+      CHECK(at(contract::kTraceSteps1) % kb1 == 0);
+      CHECK(at(contract::kTraceConsumerFlagWait) == 0);
+      steps0 += at(contract::kTraceSteps0);
+      steps1 += at(contract::kTraceSteps1);
+    }
+    const auto extents = [&](long long rows) { return (rows / 64 + plan.tiles - 1) / plan.tiles; };
+    CHECK(steps0 == tiles * extents(2 * p.intermediate) * kb0);
+    CHECK(steps1 == tiles * extents(p.hidden) * kb1);
+    const oracle::MoeCheckResult r = oracle::check_forward(layer, w, b, oracle::RoutingKind::uniform, ++case_seed);
+    CHECK_MESSAGE(r.passed(), r.summary());
+  }
+  planned.release_stream(s);
+  asked.release_stream(s);
+  MOEJIT_CU(cuStreamDestroy, s);
+}
+
 TEST_CASE("decoded scales (MoeCodegenOptions::decoded_scales) give the fast path's bytes and pass its checks") {
   // The decoder warp computes each scale exactly as the consumers' own decode (ue8m0_byte_value), and the
   // products and sums run in the same order: the output must not change by a bit. W2's codes spread over

@@ -203,7 +203,7 @@ TEST_CASE(
                        codegen::ConfigError);
 }
 
-TEST_CASE("the item schedule: planned for the exact atom at B = 1, asked for on any atom of uniform step costs") {
+TEST_CASE("the item schedule: planned for the exact atom at B = 1, asked for on the exact path's atoms") {
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   const codegen::MoeCodegenOptions exact{.path = codegen::ComputePath::exact};
   for (const char* model : {"glm5.2", "dsv4.1-flash", "gpt-oss-120b"}) {
@@ -213,13 +213,19 @@ TEST_CASE("the item schedule: planned for the exact atom at B = 1, asked for on 
     const codegen::MoeLaunchPlan one = codegen::plan_launch(c, 1, h200, exact);
     CHECK(one.schedule == codegen::Schedule::items);
     CHECK(constant_of(codegen::moe_compute_spec(c, one), "kSchedule") == contract::kScheduleItems);
-    CHECK(constant_of(codegen::moe_finalize_spec(c, one), "kSchedule") == contract::kScheduleItems);
+    // Finalize is the stream schedule's kernel: nothing of it depends on how the items were dealt.
+    CHECK(constant_of(codegen::moe_finalize_spec(c, one), "kSchedule") == contract::kScheduleStream);
+    CHECK(codegen::moe_finalize_spec(c, one) ==
+          codegen::moe_finalize_spec(
+              c, codegen::plan_launch(c, 1, h200,
+                                      {.path = codegen::ComputePath::exact, .schedule = codegen::Schedule::stream})));
     CHECK(std::count(one.notes.begin(), one.notes.end(),
                      "schedule items (B <= 1, the sm90-bf16-mma atom's measured range): whole items dealt "
                      "round-robin over the CTAs, GEMM1's then GEMM2's; none is cut, so no CTA adds another's "
                      "partial sums") == 1);
     CHECK(codegen::plan_launch(c, 2, h200, exact).schedule == codegen::Schedule::stream);
-    // The fast atom weighs its steps by token tile width, which whole items dealt round-robin do not.
+    // Not the fast atoms (sm_90a's weighs its steps by token tile width, which whole items dealt round-robin do
+    // not; sm_120a's has not run it).
     CHECK(codegen::plan_launch(c, 1, h200).schedule != codegen::Schedule::items);
     // Asked for: any B on the exact atoms (W4A16's too, which does not plan it: not measured there).
     const codegen::MoeLaunchPlan asked =
@@ -234,16 +240,21 @@ TEST_CASE("the item schedule: planned for the exact atom at B = 1, asked for on 
   }
   const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
   CHECK_THROWS_WITH_AS(codegen::plan_launch(glm, 1, h200, {.schedule = codegen::Schedule::items}),
-                       "schedule = items is invalid for the sm90-fp8-wgmma atom: only atoms whose steps all cost the "
-                       "same (the exact path's) run it, on one GPU",
+                       "schedule = items is invalid for the sm90-fp8-wgmma atom: it runs on the sm_90a exact path's "
+                       "atoms on one GPU (allowed here: stream, or empty as planned)",
                        codegen::ConfigError);
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(glm, 1, codegen::builtin_profile("rtx-pro-5000"), {.schedule = codegen::Schedule::items}),
+      "schedule = items is invalid for the sm120-mxf8f6f4 atom: it runs on the sm_90a exact path's atoms on one GPU "
+      "(allowed here: stream, or empty as planned)",
+      codegen::ConfigError);
   codegen::MoeConfig ep = glm;
   ep.ranks = 2;
   CHECK(codegen::plan_launch(ep, 1, h200, exact).schedule == codegen::Schedule::stream);
   CHECK_THROWS_WITH_AS(
       codegen::plan_launch(ep, 1, h200, {.path = codegen::ComputePath::exact, .schedule = codegen::Schedule::items}),
-      "schedule = items is invalid for the sm90-bf16-mma atom with expert parallelism: only atoms whose steps all "
-      "cost the same (the exact path's) run it, on one GPU",
+      "schedule = items is invalid for the sm90-bf16-mma atom with expert parallelism: it runs on the sm_90a exact "
+      "path's atoms on one GPU (allowed here: stream, or empty as planned)",
       codegen::ConfigError);
   for (const codegen::Schedule s : {codegen::Schedule::stream, codegen::Schedule::units, codegen::Schedule::items})
     CHECK(codegen::parse_schedule(codegen::schedule_name(s)) == s);

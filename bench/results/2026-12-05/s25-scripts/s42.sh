@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# s42 (~200 s): (1) the item schedule as planned (B = 1 on the exact path) against 75c91f4, two rounds; (2) ncu
+# s42 (~240 s): (1) the item schedule as planned (B = 1 on the exact path) against 75c91f4, two rounds; (2) ncu
 # --set full on the compute kernel of 75c91f4 and of main's stream schedule, exact, DSV4.1-Flash B = 2: where
 # today's exact kernel spends the 5-9% it takes longer than 75c91f4's per item (acceptance 2).
 set -uo pipefail
@@ -15,6 +15,10 @@ bench() {  # name bin commit round
 }
 bench old $O 75c91f4 1; bench main $B $C 1; bench main $B $C 2; bench old $O 75c91f4 2
 grep -E "^(glm5.2|dsv4.1-flash) " $OUT/s42-bench-*.log | awk '{print $1, $2, $3, $7}' | head -30
+# The fast path's schedules at B = 1-2 on today's kernels (stream was last measured against units at B = 1 on 12-03's).
+{ hdr "$C" moejit_bench_moe --batches 1,2 --schedule planned,stream,units --model M
+  for m in dsv4.1-flash glm5.2; do MOEJIT_CACHE_DIR=/tmp/c-main timeout 90 $B/moejit_bench_moe --batches 1,2 --schedule planned,stream,units --model $m; done; } > $OUT/s42-fast-schedules.log 2>&1
+echo "fast schedules done at ${SECONDS}s"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 for v in old main; do
   bin=$O; args=""; c=75c91f4
