@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "codegen/sm_probe_kernel.hpp"
@@ -58,6 +59,33 @@ struct StreamCase {
     CHECK(cosine_vs_reference(w, p, in, y) >= 0.99999);
   }
 };
+
+// A forward of `b` tokens with the compute role's trace (MoeForwardArgs::trace): every CTA's
+// contract::kTraceSlots slots, once the forward is done.
+std::vector<std::uint64_t> traced_forward(runtime::MoeLayer& layer, DeviceInputs& dev, int b, CUstream s) {
+  const std::size_t slots = std::size_t(layer.plan(b).compute.grid) * contract::kTraceSlots;
+  DeviceBuffer trace(slots * 8);
+  MOEJIT_CU(cuMemsetD8, trace.ptr(), 0, slots * 8);
+  runtime::MoeForwardArgs traced = dev.args(b);
+  traced.trace = trace.ptr();
+  layer.forward(traced, s);
+  MOEJIT_CU(cuStreamSynchronize, s);
+  std::vector<std::uint64_t> t(slots);
+  trace.download(t);
+  return t;
+}
+
+// The K128 steps the schedule streams in each phase: token tiles x M extents x K steps (an M extent of
+// plan.tiles 64-row tiles, the last one of a projection the rest).
+std::pair<long long, long long> schedule_steps(const reference::MoeProblem& p, const codegen::MoeLaunchPlan& plan,
+                                               const std::vector<int>& ids, int experts) {
+  std::vector<int> count(experts, 0);
+  for (const int e : ids) ++count[e];
+  long long tiles = 0;
+  for (const int c : count) tiles += (c + plan.tile_n - 1) / plan.tile_n;
+  const auto extents = [&](long long rows) { return (rows / 64 + plan.tiles - 1) / plan.tiles; };
+  return {tiles * extents(2 * p.intermediate) * (p.hidden / 128), tiles * extents(p.hidden) * (p.intermediate / 128)};
+}
 
 }  // namespace
 
@@ -378,25 +406,11 @@ TEST_CASE("a traced forward records each compute CTA's milestones in order and g
     layer.forward(dev.args(b), s);
     const std::vector<std::uint16_t> plain = download_sync(dev.y, s);
     const codegen::MoeLaunchPlan plan = layer.plan(b);
-    const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;
-    DeviceBuffer trace(slots * 8);
-    MOEJIT_CU(cuMemsetD8, trace.ptr(), 0, slots * 8);
     MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
-    runtime::MoeForwardArgs traced = dev.args(b);
-    traced.trace = trace.ptr();
-    layer.forward(traced, s);
+    const std::vector<std::uint64_t> t = traced_forward(layer, dev, b, s);
     CHECK(download_sync(dev.y, s) == plain);
-    std::vector<std::uint64_t> t(slots);
-    trace.download(t);
-    // Every K128 step of the schedule streamed once: token tiles x M extents x K steps, per phase (an M extent
-    // of plan.tiles 64-row tiles, the last one of a projection the rest).
-    std::vector<int> count(config.experts, 0);
-    for (const int e : in.routing.ids) ++count[e];
-    long long tiles = 0;
-    for (const int c : count) tiles += (c + plan.tile_n - 1) / plan.tile_n;
-    const auto extents = [&](long long rows) { return (rows / 64 + plan.tiles - 1) / plan.tiles; };
-    const long long want0 = tiles * extents(2 * p.intermediate) * (p.hidden / 128);
-    const long long want1 = tiles * extents(p.hidden) * (p.intermediate / 128);
+    // Every K128 step of the schedule streamed once.
+    const auto [want0, want1] = schedule_steps(p, plan, in.routing.ids, config.experts);
     long long steps0 = 0, steps1 = 0;
     for (int c = 0; c < plan.compute.grid; ++c) {
       const auto at = [&](int slot) { return t[std::size_t(c) * contract::kTraceSlots + slot]; };
@@ -448,19 +462,7 @@ TEST_CASE("the item schedule runs whole items: each CTA streams whole items and 
     const oracle::RandomInputs in = oracle::random_inputs(p, b, oracle::RoutingKind::uniform, ++case_seed);
     DeviceInputs dev(p, b);
     dev.upload(in, s);
-    const std::size_t slots = std::size_t(plan.compute.grid) * contract::kTraceSlots;
-    DeviceBuffer trace(slots * 8);
-    MOEJIT_CU(cuMemsetD8, trace.ptr(), 0, slots * 8);
-    runtime::MoeForwardArgs traced = dev.args(b);
-    traced.trace = trace.ptr();
-    layer.forward(traced, s);
-    MOEJIT_CU(cuStreamSynchronize, s);
-    std::vector<std::uint64_t> t(slots);
-    trace.download(t);
-    std::vector<int> count(config.experts, 0);
-    for (const int e : in.routing.ids) ++count[e];
-    long long tiles = 0;
-    for (const int c : count) tiles += (c + plan.tile_n - 1) / plan.tile_n;
+    const std::vector<std::uint64_t> t = traced_forward(layer, dev, b, s);
     const long long kb0 = p.hidden / 128, kb1 = p.intermediate / 128;
     long long steps0 = 0, steps1 = 0;
     for (int c = 0; c < plan.compute.grid; ++c) {
@@ -472,9 +474,9 @@ TEST_CASE("the item schedule runs whole items: each CTA streams whole items and 
       steps0 += at(contract::kTraceSteps0);
       steps1 += at(contract::kTraceSteps1);
     }
-    const auto extents = [&](long long rows) { return (rows / 64 + plan.tiles - 1) / plan.tiles; };
-    CHECK(steps0 == tiles * extents(2 * p.intermediate) * kb0);
-    CHECK(steps1 == tiles * extents(p.hidden) * kb1);
+    const auto [want0, want1] = schedule_steps(p, plan, in.routing.ids, config.experts);
+    CHECK(steps0 == want0);
+    CHECK(steps1 == want1);
     const oracle::MoeCheckResult r = oracle::check_forward(layer, w, b, oracle::RoutingKind::uniform, ++case_seed);
     CHECK_MESSAGE(r.passed(), r.summary());
   }
