@@ -103,6 +103,8 @@ class Plans(unittest.TestCase):
         self.assertEqual(p["schedule"], "stream")
         self.assertEqual(moejit.plan("glm5.2", 1)["schedule"], "units")  # planned at B = 1 (the H200's fast path)
         self.assertEqual(moejit.plan("glm5.2", 1, schedule="stream")["schedule"], "stream")
+        self.assertEqual(moejit.plan("glm5.2", 1, path="exact")["schedule"], "items")  # the exact path's at B = 1
+        self.assertEqual(moejit.plan("glm5.2", 64, path="exact", schedule="items")["schedule"], "items")
         self.assertTrue(moejit.plan("glm5.2", 2)["pdl"])  # PDL between the roles, planned up to B = 4
         self.assertFalse(p["pdl"])
         self.assertFalse(moejit.plan("glm5.2", 1, pdl=False)["pdl"])  # the option is what launches
@@ -130,6 +132,7 @@ class Plans(unittest.TestCase):
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, tile_n=12)), "tile_n")
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, schedule="rounds")), "schedule")
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 16, schedule="units")), "schedule")
+        self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 1, schedule="items")), "schedule")  # exact path only
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, warp_speed=True)), "warp_speed")
         # An option of the wrong type names itself (it was RuntimeError('std::bad_cast')).
         self.assertEqual(field_of(lambda: moejit.plan("glm5.2", 8, tile_n="64")), "tile_n")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# s42 (~240 s): (1) the item schedule as planned (B = 1 on the exact path) against 75c91f4, two rounds; (2) ncu
+# s42 (~300 s): (1) the item schedule as planned (B = 1 on the exact path) against 75c91f4, two rounds; (2) ncu
 # --set full on the compute kernel of 75c91f4 and of main's stream schedule, exact, DSV4.1-Flash B = 2: where
 # today's exact kernel spends the 5-9% it takes longer than 75c91f4's per item (acceptance 2).
 set -uo pipefail
@@ -19,6 +19,12 @@ grep -E "^(glm5.2|dsv4.1-flash) " $OUT/s42-bench-*.log | awk '{print $1, $2, $3,
 { hdr "$C" moejit_bench_moe --batches 1,2 --schedule planned,stream,units --model M
   for m in dsv4.1-flash glm5.2; do MOEJIT_CACHE_DIR=/tmp/c-main timeout 90 $B/moejit_bench_moe --batches 1,2 --schedule planned,stream,units --model $m; done; } > $OUT/s42-fast-schedules.log 2>&1
 echo "fast schedules done at ${SECONDS}s"
+# The exact path's knobs at DSV4.1-Flash B = 2-4 that the planner does not pick (a second activation warp; 2 CTAs an
+# SM with the ring it then fits), beside the plan.
+{ hdr "$C" moejit_bench_moe --path exact --model dsv4.1-flash --batches 2,4 --activation-warps 0,2 --ctas-per-sm 0,2
+  MOEJIT_CACHE_DIR=/tmp/c-main timeout 120 $B/moejit_bench_moe --path exact --model dsv4.1-flash --batches 2,4 \
+    --activation-warps 0,2 --ctas-per-sm 0,2; } > $OUT/s42-exact-knobs.log 2>&1
+echo "exact knobs done at ${SECONDS}s"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 for v in old main; do
   bin=$O; args=""; c=75c91f4
