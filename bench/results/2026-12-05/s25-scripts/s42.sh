@@ -21,9 +21,9 @@ grep -E "^(glm5.2|dsv4.1-flash) " $OUT/s42-bench-*.log | awk '{print $1, $2, $3,
 echo "fast schedules done at ${SECONDS}s"
 # The exact path's knobs at DSV4.1-Flash B = 2-4 that the planner does not pick (a second activation warp; 2 CTAs an
 # SM with the ring it then fits), beside the plan.
-{ hdr "$C" moejit_bench_moe --path exact --model dsv4.1-flash --batches 2,4 --activation-warps 0,2 --ctas-per-sm 0,2
+{ hdr "$C" moejit_bench_moe --path exact --model dsv4.1-flash --batches 2,4 --activation-warps 0,2 --ctas-per-sm 0,2 --schedule planned,items
   MOEJIT_CACHE_DIR=/tmp/c-main timeout 120 $B/moejit_bench_moe --path exact --model dsv4.1-flash --batches 2,4 \
-    --activation-warps 0,2 --ctas-per-sm 0,2; } > $OUT/s42-exact-knobs.log 2>&1
+    --activation-warps 0,2 --ctas-per-sm 0,2 --schedule planned,items; } > $OUT/s42-exact-knobs.log 2>&1
 echo "exact knobs done at ${SECONDS}s"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 for v in old main; do
