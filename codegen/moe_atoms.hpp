@@ -62,7 +62,7 @@ struct AtomTraits {
   // never. Measured per atom.
   int pdl_max_batch = 0;
   // Up to this B the planner picks the item schedule (Schedule::items) for a single-GPU layer; 0: never. Only
-  // atoms of uniform step costs (contract::path_cost_weighted false) run it. Measured.
+  // the sm_90a exact path's atoms run it (contract::schedule_items_runs). Measured.
   int item_max_batch = 0;
   // The unit schedule's consumer warpgroups up to unit_max_batch: 2 (a pair of its 4-tile items each) or 3
   // (step owners, contract::step_owners; two above it), and the step owners' ring depth (they hold three stages at

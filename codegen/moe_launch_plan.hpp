@@ -28,7 +28,7 @@ namespace moejit::codegen {
 // rows and the GEMM2 K block they feed, so no CTA waits for another, and
 // finalize adds the units' FP32 partial rows (small B, the sm90-fp8-wgmma
 // atom, one GPU); items deals whole items round-robin, GEMM1's then GEMM2's,
-// none cut (small B, the atoms of uniform step costs, one GPU).
+// none cut (small B, sm_90a's exact path, one GPU).
 enum class Schedule { stream, units, items };
 std::string_view schedule_name(Schedule s);  // "stream", "units", "items"
 std::optional<Schedule> parse_schedule(std::string_view text);

@@ -16,7 +16,7 @@ namespace contract {
 //    the 4 tiles of block s, then GEMM2's K block s over all of H. A unit's
 //    GEMM2 reads only its own GEMM1 rows, so no CTA waits for another; each
 //    unit leaves FP32 partial rows and finalize adds an expert's I/128 of them.
-//  - items (small B, one GPU, atoms of uniform step costs): whole items dealt
+//  - items (small B, one GPU, the exact path's atoms): whole items dealt
 //    round-robin over the grid, GEMM1's then GEMM2's in one list; no item is
 //    cut, so no CTA adds another's partial sums, and a GEMM2 step waits for
 //    its K block's GEMM1 tiles as on stream. A CTA may run one item more than
