@@ -1,7 +1,7 @@
 // The production runtime on the GPU, one layer's life: a captured decode step
-// replayed, a forward launching its own B's plan whichever B ran first, the
-// traced forward, and decoded scales. (Shared resources, partitions and
-// threads: test_runtime_sharing_gpu.cpp.)
+// replayed, a forward launching its own B's plan whichever B ran first, and
+// decoded scales. (Shared resources, partitions and threads:
+// test_runtime_sharing_gpu.cpp; the compute CTAs' traces: test_trace_gpu.cpp.)
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -59,33 +59,6 @@ struct StreamCase {
     CHECK(cosine_vs_reference(w, p, in, y) >= 0.99999);
   }
 };
-
-// A forward of `b` tokens with the compute role's trace (MoeForwardArgs::trace): every CTA's
-// contract::kTraceSlots slots, once the forward is done.
-std::vector<std::uint64_t> traced_forward(runtime::MoeLayer& layer, DeviceInputs& dev, int b, CUstream s) {
-  const std::size_t slots = std::size_t(layer.plan(b).compute.grid) * contract::kTraceSlots;
-  DeviceBuffer trace(slots * 8);
-  MOEJIT_CU(cuMemsetD8, trace.ptr(), 0, slots * 8);
-  runtime::MoeForwardArgs traced = dev.args(b);
-  traced.trace = trace.ptr();
-  layer.forward(traced, s);
-  MOEJIT_CU(cuStreamSynchronize, s);
-  std::vector<std::uint64_t> t(slots);
-  trace.download(t);
-  return t;
-}
-
-// The K128 steps the schedule streams in each phase: token tiles x M extents x K steps (an M extent of
-// plan.tiles 64-row tiles, the last one of a projection the rest).
-std::pair<long long, long long> schedule_steps(const reference::MoeProblem& p, const codegen::MoeLaunchPlan& plan,
-                                               const std::vector<int>& ids, int experts) {
-  std::vector<int> count(experts, 0);
-  for (const int e : ids) ++count[e];
-  long long tiles = 0;
-  for (const int c : count) tiles += (c + plan.tile_n - 1) / plan.tile_n;
-  const auto extents = [&](long long rows) { return (rows / 64 + plan.tiles - 1) / plan.tiles; };
-  return {tiles * extents(2 * p.intermediate) * (p.hidden / 128), tiles * extents(p.hidden) * (p.intermediate / 128)};
-}
 
 }  // namespace
 
@@ -386,103 +359,6 @@ TEST_CASE("a forward of B launches B's plan, whichever batch size ran first") {
       }
     }
   }
-}
-
-TEST_CASE("a traced forward records each compute CTA's milestones in order and gives the untraced bytes") {
-  // MoeForwardArgs::trace (moejit_bench_moe --trace): the bench's account of
-  // where the compute role's time goes is only as good as these slots.
-  runtime::ScopedContext ctx(0);
-  const codegen::MoeConfig config = gpu_test::small_config("trace", 64, 4, 2048, 1024);
-  const reference::MoeProblem p = oracle::problem_of(config);
-  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() ^ 0x7ACEull);
-  runtime::MoeLayer layer(config, w.device(), {});
-  CUstream s;
-  MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
-  for (const int b : {1, 24}) {
-    INFO("B=", b);
-    const oracle::RandomInputs in = oracle::random_inputs(p, b, oracle::RoutingKind::uniform, gpu_test::seed() + b);
-    DeviceInputs dev(p, b);
-    dev.upload(in, s);
-    layer.forward(dev.args(b), s);
-    const std::vector<std::uint16_t> plain = download_sync(dev.y, s);
-    const codegen::MoeLaunchPlan plan = layer.plan(b);
-    MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
-    const std::vector<std::uint64_t> t = traced_forward(layer, dev, b, s);
-    CHECK(download_sync(dev.y, s) == plain);
-    // Every K128 step of the schedule streamed once.
-    const auto [want0, want1] = schedule_steps(p, plan, in.routing.ids, config.experts);
-    long long steps0 = 0, steps1 = 0;
-    for (int c = 0; c < plan.compute.grid; ++c) {
-      const auto at = [&](int slot) { return t[std::size_t(c) * contract::kTraceSlots + slot]; };
-      INFO("CTA ", c);
-      CHECK(at(contract::kTraceEntry) > 0);
-      CHECK(at(contract::kTraceEntry) <= at(contract::kTraceScheduled));
-      CHECK(at(contract::kTraceScheduled) <= at(contract::kTraceActStart));
-      // The unit schedule leaves CTAs without a unit where there are fewer than the grid (B = 1 here: 32 units):
-      // they stream nothing, and have no weight milestones.
-      const bool streamed = at(contract::kTraceSteps0) + at(contract::kTraceSteps1) > 0;
-      CHECK((streamed || plan.schedule == codegen::Schedule::units));
-      if (streamed) {
-        CHECK(at(contract::kTraceScheduled) <= at(contract::kTraceWeightFirst));
-        CHECK(at(contract::kTraceWeightFirst) <= at(contract::kTraceWeightLast));
-      }
-      CHECK(at(contract::kTraceConsumerPhase1) <= at(contract::kTraceConsumerDone));
-      CHECK(at(contract::kTraceConsumerDone) <= at(contract::kTraceExit));
-      CHECK(at(contract::kTraceExit) - at(contract::kTraceEntry) < 1'000'000'000ull);  // nanoseconds, not garbage
-      steps0 += at(contract::kTraceSteps0);
-      steps1 += at(contract::kTraceSteps1);
-    }
-    CHECK(steps0 == want0);
-    CHECK(steps1 == want1);
-  }
-  layer.release_stream(s);
-  MOEJIT_CU(cuStreamDestroy, s);
-}
-
-TEST_CASE("the item schedule runs whole items: each CTA streams whole items and waits for no piece; y passes") {
-  // Planned on the exact path at B = 1 (AtomTraits::item_max_batch), asked for at B = 24. The trace tells the
-  // walk apart from the stream shares it replaced: those cut items (steps that are not whole items, owners
-  // waiting for pieces), these never do.
-  runtime::ScopedContext ctx(0);
-  const codegen::MoeConfig config = gpu_test::small_config("items", 64, 4, 2048, 1024);
-  const reference::MoeProblem p = oracle::problem_of(config);
-  const oracle::RandomWeights w = oracle::random_weights(p, gpu_test::seed() ^ 0x17E45ull);
-  runtime::MoeLayerOptions planned_options, asked_options;
-  planned_options.codegen.path = asked_options.codegen.path = codegen::ComputePath::exact;
-  asked_options.codegen.schedule = codegen::Schedule::items;
-  runtime::MoeLayer planned(config, w.device(), planned_options), asked(config, w.device(), asked_options);
-  CUstream s;
-  MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
-  std::uint64_t case_seed = gpu_test::seed() ^ 0x17E45ull;
-  for (const int b : {1, 24}) {
-    runtime::MoeLayer& layer = b == 1 ? planned : asked;
-    INFO("B=", b);
-    const codegen::MoeLaunchPlan plan = layer.plan(b);
-    REQUIRE(plan.schedule == codegen::Schedule::items);
-    const oracle::RandomInputs in = oracle::random_inputs(p, b, oracle::RoutingKind::uniform, ++case_seed);
-    DeviceInputs dev(p, b);
-    dev.upload(in, s);
-    const std::vector<std::uint64_t> t = traced_forward(layer, dev, b, s);
-    const long long kb0 = p.hidden / 128, kb1 = p.intermediate / 128;
-    long long steps0 = 0, steps1 = 0;
-    for (int c = 0; c < plan.compute.grid; ++c) {
-      const auto at = [&](int slot) { return t[std::size_t(c) * contract::kTraceSlots + slot]; };
-      INFO("CTA ", c);
-      CHECK(at(contract::kTraceSteps0) % kb0 == 0);
-      CHECK(at(contract::kTraceSteps1) % kb1 == 0);
-      CHECK(at(contract::kTraceConsumerFlagWait) == 0);
-      steps0 += at(contract::kTraceSteps0);
-      steps1 += at(contract::kTraceSteps1);
-    }
-    const auto [want0, want1] = schedule_steps(p, plan, in.routing.ids, config.experts);
-    CHECK(steps0 == want0);
-    CHECK(steps1 == want1);
-    const oracle::MoeCheckResult r = oracle::check_forward(layer, w, b, oracle::RoutingKind::uniform, ++case_seed);
-    CHECK_MESSAGE(r.passed(), r.summary());
-  }
-  planned.release_stream(s);
-  asked.release_stream(s);
-  MOEJIT_CU(cuStreamDestroy, s);
 }
 
 TEST_CASE("decoded scales (MoeCodegenOptions::decoded_scales) give the fast path's bytes and pass its checks") {
