@@ -96,7 +96,7 @@ __device__ void ComputeRole<Config>::segment(const ComputeParams& p, const Ring&
     Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
   }
 
-  if constexpr (!kUnits) {
+  if constexpr (kSchedule == contract::kScheduleStream) {  // the one schedule that cuts items
     stream_pieces<N>(p, walker, sg, ws, acc, idle, tag);
     if (sg.k0 > 0) return;  // a later piece: its owner finishes the item
   }

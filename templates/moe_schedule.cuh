@@ -299,13 +299,11 @@ template <int kHidden, int kInter, int kTiles, int kTileN, int kGrid>
 struct ItemWalker {
   using Shape = PhaseShape<kHidden, kInter, kTiles>;
   const RouteTables* t;
-  int item;        // the next item of this CTA, over GEMM1's items then GEMM2's
-  long long step;  // (the stream schedule's cut items read it; whole items have none)
+  int item;  // the next item of this CTA, over GEMM1's items then GEMM2's
 
   template <int kThreads>
   __device__ static void fill_shares(const RouteTables&) {}
-  __device__ long long share(int, int) const { return 0; }
-  __device__ explicit ItemWalker(const RouteTables* tables) : t(tables), item(cta_index()), step(0) {}
+  __device__ explicit ItemWalker(const RouteTables* tables) : t(tables), item(cta_index()) {}
 
   __device__ bool next(Segment& s) {
     const int items1 = t->tiles * Shape::mt(0);
