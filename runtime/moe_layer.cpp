@@ -1,7 +1,7 @@
 // MoeLayer: its setup, the per-shape plans and kernels, the per-stream
 // workspaces and the role graphs (its weights: moe_layer_weights.cpp; the
-// forward's argument checks: moe_layer_checks.cpp). What launches is the
-// launch plan (codegen/moe_launch_plan.hpp), exactly.
+// forward's checks against the driver: moe_layer_checks.cpp). What launches
+// is the launch plan (codegen/moe_launch_plan.hpp), exactly.
 #include "runtime/moe_layer.hpp"
 
 #include <fmt/format.h>

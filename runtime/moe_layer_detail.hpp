@@ -1,5 +1,7 @@
 #pragma once
-// What moe_layer.cpp and moe_layer_weights.cpp share; not part of the API.
+// What the layer's files share (moe_layer.cpp, its checks against the driver
+// in moe_layer_checks.cpp, moe_layer_weights.cpp) and ep_ranks.cpp reads;
+// not part of the API.
 #include <cstdint>
 #include <memory>
 #include <optional>

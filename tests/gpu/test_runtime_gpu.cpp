@@ -9,7 +9,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "codegen/sm_probe_kernel.hpp"

@@ -2,7 +2,6 @@
 // (MoeForwardArgs::trace): the milestones in order, the K128 steps each
 // schedule streams, and the item schedule's whole items.
 #include <doctest/doctest.h>
-#include <fmt/format.h>
 
 #include <utility>
 #include <vector>
