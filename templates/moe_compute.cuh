@@ -307,6 +307,14 @@ struct ComputeRole {
   __device__ static void unit_gemm2(const ComputeParams& p, const Ring& ring, StageCursor<kStages>& cur, Walker& walker,
                                     const Segment& sg, const Workspace& ws);
 
+  // A split-K slot's partial sums in float4 granules, granule g of consumer thread t at g * kConsumerThreads + t:
+  // one warp's store or load of a granule is 512 contiguous bytes (thread-major, each thread's 16 bytes took a
+  // 32-byte sector of their own: ncu counted 12.3 MB of partial stores at DSV4.1-Flash B = 2).
+  static_assert(contract::kMaxTileN / 2 * kConsumerThreads <= contract::partial_slot_floats(), "partial granules");
+  __device__ static float4* partial_granules(const Workspace& ws, int slot) {
+    return reinterpret_cast<float4*>(ws.partials + u64(slot) * contract::partial_slot_floats()) + threadIdx.x;
+  }
+
   template <int N>
   __device__ static void stream_pieces(const ComputeParams& p, const Walker& walker, const Segment& sg,
                                        const Workspace& ws, float (&acc)[kT][N / 2], bool idle, int tag);

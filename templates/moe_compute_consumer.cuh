@@ -199,15 +199,16 @@ __device__ void ComputeRole<Config>::stream_pieces(const ComputeParams& p, const
                                                    const Workspace& ws, float (&acc)[kT][N / 2], bool idle, int tag) {
   const int kbs = Shape::kb(sg.phase);
   const int slot = sg.phase * kGrid;
-  constexpr int kSlotFloats = int(contract::partial_slot_floats());
   if (sg.k0 > 0) {
     // A later piece of an item: leave the partial sums for its owner.
-    float* mine = ws.partials + u64(slot + cta_index()) * kSlotFloats + threadIdx.x * (contract::kMaxTileN / 2);
+    float4* mine = partial_granules(ws, slot + cta_index());
     if (!idle)
 #pragma unroll
       for (int u = 0; u < kT; ++u)
 #pragma unroll
-        for (int i = 0; i < N / 2; ++i) mine[u * (N / 2) + i] = acc[u][i];
+        for (int i = 0; i < N / 2; i += 4)
+          mine[(u * (N / 2) + i) / 4 * kConsumerThreads] =
+              make_float4(acc[u][i], acc[u][i + 1], acc[u][i + 2], acc[u][i + 3]);
     // The barrier orders every consumer's stores before thread 0's release, which is cumulative (PTX memory
     // model: the CTA-scope barrier is in causality order with it), so one release publishes them all; a fence
     // in every thread (fence.sc.gpu) cost ~5% of the consumers' stall samples at B = 2 (ncu).
@@ -231,12 +232,15 @@ __device__ void ComputeRole<Config>::stream_pieces(const ComputeParams& p, const
         if (p.trace) atomicAdd(trace_slot(p, contract::kTraceConsumerFlagWait), globaltimer() - t0);
       }
       named_barrier_sync(kAllConsumersBarrier, kConsumerThreads);
-      const float* theirs = ws.partials + u64(slot + b) * kSlotFloats + threadIdx.x * (contract::kMaxTileN / 2);
+      const float4* theirs = partial_granules(ws, slot + b);
       if (!idle)
 #pragma unroll
         for (int u = 0; u < kT; ++u)
 #pragma unroll
-          for (int i = 0; i < N / 2; ++i) acc[u][i] += ld_cg(theirs + u * (N / 2) + i);
+          for (int i = 0; i < N / 2; i += 4) {
+            const float4 v = ld_cg4(theirs + (u * (N / 2) + i) / 4 * kConsumerThreads);
+            acc[u][i] += v.x, acc[u][i + 1] += v.y, acc[u][i + 2] += v.z, acc[u][i + 3] += v.w;
+          }
     }
   }
 }

@@ -95,9 +95,9 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* p) {
   return v;
 }
 // A load that skips L1: data another SM wrote after this SM may have cached the line.
-__device__ __forceinline__ float ld_cg(const float* p) {
-  float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+__device__ __forceinline__ float4 ld_cg4(const float4* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
   return v;
 }
 // threadIdx.x, read anew: values derived from it are computed where they are used, not kept in registers from
