@@ -29,4 +29,4 @@ case $D in *H200*)
     grep -E "^dsv4.1-flash " $OUT/s48-bench-$v.log
   done ;;
 esac
-cd $OUT && tar czf s48-logs.tgz s48-* --exclude='*.tgz' && find . -maxdepth 1 -name 's48-*' ! -name '*.tgz' -delete
+cd $OUT && tar czf s48-logs.tgz --exclude='*.tgz' --exclude='*.ncu-rep' s48-* && find . -maxdepth 1 -name 's48-*' ! -name '*.tgz' -delete
