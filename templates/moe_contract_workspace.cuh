@@ -151,8 +151,8 @@ struct WorkspaceLayout {
   long long fixed_bytes;   // bytes before `partials`
 };
 
-// One consumer thread's accumulators of its tiles (tiles / groups * tile_n / 2 <= kMaxTileN / 2), for every
-// consumer thread.
+// A split-K slot: every consumer thread's accumulators of its tiles (tiles / groups * tile_n / 2 <= kMaxTileN / 2
+// each), in the float4 granules of ComputeRole::partial_granules.
 MOEJIT_HD constexpr long long partial_slot_floats() {
   return (long long)consumer_threads(kMaxGroups) * kMaxTileN / 2;
 }
