@@ -47,10 +47,13 @@
 # A call returns a few files only (8 on the H200 lease: tests-par's fifth log
 # was left out once), so after the last step logs/ becomes one logs.tgz.
 set -uo pipefail
+# A relative DIST or OUT names a folder of the caller's directory (a copy of this script run from elsewhere,
+# e.g. .device/scripts, read DIST against its own parent and found no COMMIT); unset, DIST is the repository's dist.
+case ${DIST:-} in '' | /*) ;; *) DIST="$PWD/$DIST" ;; esac
+case ${OUT:-} in '' | /*) ;; *) OUT="$PWD/$OUT" ;; esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?OUT must name the folder whose files come back}
-DIST=${DIST:-dist}
-case $DIST in /*) ;; *) DIST="$PWD/$DIST" ;; esac
+DIST=${DIST:-$PWD/dist}
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
 export MOEJIT_CACHE_DIR=${MOEJIT_CACHE_DIR:-/tmp/moejit-cache}
