@@ -307,9 +307,8 @@ struct ComputeRole {
   __device__ static void unit_gemm2(const ComputeParams& p, const Ring& ring, StageCursor<kStages>& cur, Walker& walker,
                                     const Segment& sg, const Workspace& ws);
 
-  // A split-K slot's partial sums in float4 granules, granule g of consumer thread t at g * kConsumerThreads + t:
-  // one warp's store or load of a granule is 512 contiguous bytes (thread-major, each thread's 16 bytes took a
-  // 32-byte sector of their own: ncu counted 12.3 MB of partial stores at DSV4.1-Flash B = 2).
+  // This thread's granule 0 in a split-K slot (contract::partial_granule; its granule g is
+  // partial_granule(g, 0, kConsumerThreads) further, a compile-time offset).
   static_assert(contract::kMaxTileN / 2 * kConsumerThreads <= contract::partial_slot_floats(), "partial granules");
   __device__ static float4* partial_granules(const Workspace& ws, int slot) {
     return reinterpret_cast<float4*>(ws.partials + u64(slot) * contract::partial_slot_floats()) + threadIdx.x;

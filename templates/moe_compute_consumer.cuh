@@ -207,7 +207,7 @@ __device__ void ComputeRole<Config>::stream_pieces(const ComputeParams& p, const
       for (int u = 0; u < kT; ++u)
 #pragma unroll
         for (int i = 0; i < N / 2; i += 4)
-          mine[(u * (N / 2) + i) / 4 * kConsumerThreads] =
+          mine[contract::partial_granule((u * (N / 2) + i) / 4, 0, kConsumerThreads)] =
               make_float4(acc[u][i], acc[u][i + 1], acc[u][i + 2], acc[u][i + 3]);
     // The barrier orders every consumer's stores before thread 0's release, which is cumulative (PTX memory
     // model: the CTA-scope barrier is in causality order with it), so one release publishes them all; a fence
@@ -238,7 +238,7 @@ __device__ void ComputeRole<Config>::stream_pieces(const ComputeParams& p, const
         for (int u = 0; u < kT; ++u)
 #pragma unroll
           for (int i = 0; i < N / 2; i += 4) {
-            const float4 v = ld_cg4(theirs + (u * (N / 2) + i) / 4 * kConsumerThreads);
+            const float4 v = ld_cg4(theirs + contract::partial_granule((u * (N / 2) + i) / 4, 0, kConsumerThreads));
             acc[u][i] += v.x, acc[u][i + 1] += v.y, acc[u][i + 2] += v.z, acc[u][i + 3] += v.w;
           }
     }

@@ -152,9 +152,17 @@ struct WorkspaceLayout {
 };
 
 // A split-K slot: every consumer thread's accumulators of its tiles (tiles / groups * tile_n / 2 <= kMaxTileN / 2
-// each), in the float4 granules of ComputeRole::partial_granules.
+// each), in float4 granules (partial_granule).
 MOEJIT_HD constexpr long long partial_slot_floats() {
   return (long long)consumer_threads(kMaxGroups) * kMaxTileN / 2;
+}
+// Where granule g (floats 4g..4g+3 of a thread's accumulators) of consumer thread t sits in a slot, in float4s,
+// for a CTA of `threads` consumer threads: a warp's 32 threads at one g are 512 contiguous bytes. The kernel adds
+// t to the slot's base once and g's offset, partial_granule(g, 0, threads), as an immediate. Thread-major,
+// each thread's 16 bytes took a 32-byte sector of their own (ncu: 12.3 MB of partial stores at DSV4.1-Flash
+// B = 2, and 3.3% more DRAM bytes; bench/results/2026-12-06-h100-partial-granules.md).
+MOEJIT_HD constexpr int partial_granule(int g, int t, int threads) {
+  return g * threads + t;
 }
 
 MOEJIT_HD constexpr WorkspaceLayout workspace_layout(MoeDims d) {

@@ -1,10 +1,11 @@
 // The runtime's CPU-side parts of graph launch: argument packing, the
-// child-graph key, residency messages, the workspace layout and the options.
+// child-graph key, residency messages, the workspace layout (and its split-K slots) and the options.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "codegen/moe_kernels.hpp"
 #include "runtime/kernel_args.hpp"
@@ -142,6 +143,36 @@ TEST_CASE("the workspace layout: 256-byte aligned regions in order, the grid-siz
   const contract::MoeDims exact_dims{256, 8, 6144, 2048, 256, contract::kPathSm90Bf16, 0};
   CHECK(contract::workspace_bytes(exact_dims, 132) - contract::partials_offset(exact_dims, 132) ==
         4LL * 2 * 132 * contract::partial_slot_floats());  // no unit rows where the schedule cannot run
+}
+
+TEST_CASE("split-K slots: each consumer thread's granules are its own, inside the slot, a warp's 512 bytes apart") {
+  // Every shape a compute CTA can take: groups of consumer warpgroups, a thread's kT tiles of tile_n columns.
+  for (int groups = 1; groups <= contract::kMaxGroups; ++groups)
+    for (int tile_n = 8; tile_n <= contract::kMaxTileN; tile_n *= 2)
+      for (int kt = 1; kt * tile_n <= contract::kMaxTileN; ++kt) {
+        CAPTURE(groups);
+        CAPTURE(tile_n);
+        CAPTURE(kt);
+        const int threads = contract::consumer_threads(groups), granules = kt * tile_n / 2 / 4;
+        std::vector<int> owner(contract::partial_slot_floats() / 4, -1);
+        bool inside = true, distinct = true, linear = true, warps_contiguous = true;
+        for (int t = 0; t < threads; ++t)
+          for (int g = 0; g < granules; ++g) {
+            const int at = contract::partial_granule(g, t, threads);
+            if (at < 0 || at >= int(owner.size())) {
+              inside = false;
+              continue;
+            }
+            distinct &= owner[at] < 0, owner[at] = t;
+            linear &= at == contract::partial_granule(g, 0, threads) + t;  // the kernel's base + t, then g's offset
+            // A warp's lanes at one granule: 32 float4s back to back (one 512-byte request, 16 full sectors).
+            if (t % 32) warps_contiguous &= at == contract::partial_granule(g, t - t % 32, threads) + t % 32;
+          }
+        CHECK(inside);
+        CHECK(distinct);
+        CHECK(linear);
+        CHECK(warps_contiguous);
+      }
 }
 
 TEST_CASE("the role kernels keep programmatic dependent launch in their PTX") {
