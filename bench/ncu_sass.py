@@ -75,7 +75,7 @@ def stalls(page, top):
         if n <= 0:
             continue
         total += n
-        mine = {r[len("stall_"):]: page.number(row, r) for r in reasons if page.number(row, r) > 0}
+        mine = {r[len("stall_"):]: v for r in reasons if (v := page.number(row, r)) > 0}
         by_reason.update(mine)
         lines.append((n, row[page.col["Address"]], page.source(row), mine))
     lines.sort(key=lambda x: -x[0])
