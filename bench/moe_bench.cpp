@@ -41,7 +41,7 @@ One row per model and B:
   floor_us   their bytes at the copy bandwidth          median_us  the layer, per forward
   %floor     floor_us / median_us                       disp_us, comp_us, fin_us  per role, eager, with events
   sm_MHz     the SM clock right after the replays (consumer-bound points move with it)
-  and the plan that ran: tile_n/stages, CTAs per SM, consumer warpgroups, schedule, pdl.
+  and the plan that ran: tile_n/stages, CTAs per SM, consumer warpgroups, schedule, pdl, paired (GEMM1 rows).
 
 options:
   --batches 1,8,...        batch sizes B (default 1,2,4,8,16,32,64,128,256); --quick: 1,8,64,256
@@ -57,6 +57,7 @@ options:
   --consumer-groups 2,3    consumer warpgroups to sweep (0: as planned)
   --activation-warps 1,0   activation producer warps to sweep (0: as planned)
   --schedule planned,stream,units,items   schedules to sweep
+  --paired-rows planned,on,off   GEMM1's short segments paired (MoeCodegenOptions::paired_rows) to sweep
   --decoded-scales         the decoder-warp variant (MoeCodegenOptions::decoded_scales)
   --pdl | --no-pdl         programmatic dependent launch between the roles (default: as planned)
   --trace                  per B, where the compute role's time goes: each CTA milestone, min / median / max
@@ -98,7 +99,8 @@ int run(int argc, char** argv) {
   // planned), --model glm5.2
   std::vector<int> ctas_list = {0}, groups_list = {0}, act_list = {0};
   std::vector<std::optional<codegen::Schedule>> schedule_list = {
-      std::nullopt};  // --schedule planned,stream,units,items
+      std::nullopt};                                              // --schedule planned,stream,units,items
+  std::vector<std::optional<bool>> paired_list = {std::nullopt};  // --paired-rows planned,on,off
   codegen::MoeCodegenOptions codegen_options;
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   bool shared_expert = false;
@@ -131,6 +133,13 @@ int run(int argc, char** argv) {
         else
           throw std::invalid_argument(
               fmt::format("--schedule: '{}' is not one of planned, stream, units, items", name));
+      }
+    } else if (a == "--paired-rows" && i + 1 < argc) {
+      paired_list.clear();
+      for (const std::string& name : bench::split_list(argv[++i])) {
+        if (name != "planned" && name != "on" && name != "off")
+          throw std::invalid_argument(fmt::format("--paired-rows: '{}' is not one of planned, on, off", name));
+        paired_list.push_back(name == "planned" ? std::nullopt : std::optional<bool>(name == "on"));
       }
     } else if (a == "--model" && i + 1 < argc) {
       const std::string name = argv[++i];
@@ -205,7 +214,7 @@ int run(int argc, char** argv) {
              codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9} {:>7}  {}\n", "model", "B", "experts",
              "floor_us", "median_us", "%floor", "disp_us", "comp_us", "fin_us", "sm_MHz",
-             "tile_n/stages xCTAs groups act-warps schedule pdl");
+             "tile_n/stages xCTAs groups act-warps schedule pdl paired");
 
   if (shared_expert) {
     std::vector<Model> with;
@@ -226,19 +235,20 @@ int run(int argc, char** argv) {
     models = with;
   }
 
-  // CTAs per SM, groups, schedule, activation warps
-  std::vector<std::tuple<int, int, std::optional<codegen::Schedule>, int>> layouts;
+  // CTAs per SM, groups, schedule, activation warps, pairing
+  std::vector<std::tuple<int, int, std::optional<codegen::Schedule>, int, std::optional<bool>>> layouts;
   for (int ctas : ctas_list)
     for (int groups : groups_list)
       for (const auto& schedule : schedule_list)
-        for (int act : act_list) layouts.emplace_back(ctas, groups, schedule, act);
+        for (int act : act_list)
+          for (const auto& paired : paired_list) layouts.emplace_back(ctas, groups, schedule, act, paired);
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
     codegen::MoeConfig config = m.config;
     config.recipe = recipe;
     const reference::MoeProblem p = oracle::problem_of(config);
     const oracle::RandomWeights weights = oracle::random_weights(p, rng(), {}, config.biases);
-    for (const auto& [ctas, groups, schedule, act] : layouts) {
+    for (const auto& [ctas, groups, schedule, act, paired] : layouts) {
       runtime::MoeLayerOptions options;
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
       options.codegen = codegen_options;
@@ -246,6 +256,7 @@ int run(int argc, char** argv) {
       options.codegen.consumer_groups = groups;
       options.codegen.schedule = schedule;
       options.codegen.activation_warps = act;
+      options.codegen.paired_rows = paired;
       options.pdl = pdl;
       runtime::MoeLayer layer(config, weights.device(), options);
       const double expert_bytes = bench::expert_bytes(p, config.biases);
@@ -310,10 +321,10 @@ int run(int argc, char** argv) {
         fmt::print(
             "{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f} {:>7.0f}  {}/{} x{} g{} "
             "a{} "
-            "{} {}\n",
+            "{} {} {}\n",
             m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f), mhz,
             plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups, plan.activation_warps,
-            codegen::schedule_name(plan.schedule), plan.pdl ? "pdl" : "-");
+            codegen::schedule_name(plan.schedule), plan.pdl ? "pdl" : "-", plan.paired_rows ? "paired" : "-");
         if (!leave_out.empty()) {
           // The same forwards launched role by role (programmatic edges as planned) into one capture, whole and
           // less each role: the differences are the roles' shares, overlap included.

@@ -102,9 +102,9 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kRanks", d.ranks},
                  {"kEp", plan.ep.mode},
                  {"kSchedule", schedule_constant(plan)},
-                 {"kPaired", !plan.paired_rows                     ? contract::kPairedNone
-                             : plan.batch <= contract::kPairedRows ? contract::kPairedAll
-                                                                   : contract::kPairedShort},
+                 {"kPaired", !plan.paired_rows                                         ? contract::kPairedNone
+                             : plan.batch <= contract::kPairedRows && plan.tile_n == 8 ? contract::kPairedAll
+                                                                                       : contract::kPairedShort},
                  {"kActWarps", plan.activation_warps}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg

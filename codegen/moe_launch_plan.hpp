@@ -47,6 +47,9 @@ struct MoeCodegenOptions {
   // expert parallelism; with the unit schedule 2 or 3 (step owners, contract::step_owners).
   int consumer_groups = 0;
   std::optional<Schedule> schedule;  // unset: as planned
+  // GEMM1's split rows paired (MoeLaunchPlan::paired_rows) in the segments of at most contract::kPairedRows rows:
+  // on (where the path splits rows, on one GPU), off, or unset: as planned. An A/B knob.
+  std::optional<bool> paired_rows;
   // The activation producer's warps (1..contract::kMaxActivationWarps; 0: as planned, contract::activation_warps:
   // one plus those the CTA's warps leave free on the schedulers, which cost no registers). An A/B knob.
   int activation_warps = 0;
@@ -103,7 +106,8 @@ struct MoeLaunchPlan {
   int tiles = 0;            // 64-row weight tiles per item (tiles / groups per warpgroup)
   int tile_n = 0;           // widest token tile of an item (wgmma N); an item uses the smallest of 8/16/32/64 that fits
   int stages = 0;
-  // GEMM1's split rows paired (contract::kPairedRows): each token's large and small rows in one 8-column tile.
+  // GEMM1's split rows paired (contract::kPairedRows): each token's large and small rows in one 8-column tile,
+  // in every GEMM1 segment (B <= kPairedRows on 8-column token tiles) or in those of at most kPairedRows rows.
   bool paired_rows = false;
   Schedule schedule = Schedule::stream;
   // Programmatic dependent launch between the roles (the runtime's default; MoeLayerOptions::pdl overrides).

@@ -90,9 +90,9 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
   p.schedule = Schedule::units;
   // Step owners (B <= unit_max_batch) run GEMM1 on paired rows (plan_paired_rows); above, the pairs of two
   // warpgroups, which ran faster at B = 2 (the atom's measurements).
-  p.groups = options.consumer_groups                         ? options.consumer_groups
-             : p.paired_rows && batch <= atom.unit_max_batch ? atom.unit_groups
-                                                             : 2;
+  p.groups = options.consumer_groups                                          ? options.consumer_groups
+             : p.paired_rows && p.tile_n == 8 && batch <= atom.unit_max_batch ? atom.unit_groups
+                                                                              : 2;
   if (contract::step_owners(p.groups, contract::kUnitTiles)) {
     // A step owner holds two passes' sums: at 128 registers they fit beside 8-column tiles only (an expert with
     // more routes runs more token tiles; at the planned B = 1 it has one).
@@ -131,26 +131,51 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
 // segments of at most contract::kPairedRows rows. On one GPU an expert draws at most B rows of a forward from a
 // router that sends each token to k distinct experts: at B <= kPairedRows every segment pairs (a token tile holds
 // kPairedRows rows there, so an expert repeated within tokens runs more tiles); at B <= kPairedMaxBatch 8-column
-// token tiles cover every segment, and those of more rows run the 16-column split.
+// token tiles cover every segment, and those of more rows run the 16-column split. Above, the planned token tiles
+// may pair their short segments too (MoeCodegenOptions::paired_rows on), the wider ones running the 16- or
+// 32-column split.
 void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options) {
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
-  if (!contract::path_split_rows(p.contract_path) || config.ranks != 1 || batch > k_paired_max_batch) return;
-  if (options.tile_n && options.tile_n != 8) {
-    note(fmt::format("GEMM1 rows not paired: tile_n = {} set by the options (paired rows run 8-column tiles)",
-                     options.tile_n));
+  const bool can = contract::path_split_rows(p.contract_path) && config.ranks == 1;
+  if (options.paired_rows == false) {
+    if (can) note("GEMM1 rows not paired: paired_rows = off set by the options");
     return;
   }
-  p.paired_rows = true;
-  p.tile_n = 8;
-  note(batch <= contract::kPairedRows
-           ? fmt::format("tile_n = 8, GEMM1 rows paired: at B <= {} an expert's segment has at most {} rows, so "
-                         "each token's large and small rows share one 8-column tile (one wgmma of 8 columns a K32 "
-                         "block, not 16; --tile-n 16 keeps them apart)",
-                         contract::kPairedRows, contract::kPairedRows)
-           : fmt::format("tile_n = 8, GEMM1 rows paired in segments of at most {} rows: at B <= {} 8-column token "
-                         "tiles cover every segment, and those of more rows run the 16-column split (--tile-n 16 "
-                         "keeps every segment apart)",
-                         contract::kPairedRows, k_paired_max_batch));
+  if (!can) {
+    if (options.paired_rows == true)
+      throw ConfigError("paired_rows",
+                        fmt::format("paired_rows = on is invalid {}: GEMM1's rows pair on the sm90-fp8-wgmma atom's "
+                                    "split rows, on one GPU (allowed: off, or as planned)",
+                                    config.ranks != 1 ? "with expert parallelism" : "on this path"));
+    return;
+  }
+  if (batch <= k_paired_max_batch && (!options.tile_n || options.tile_n == 8)) {
+    p.paired_rows = true;
+    p.tile_n = 8;
+    note(batch <= contract::kPairedRows
+             ? fmt::format("tile_n = 8, GEMM1 rows paired: at B <= {} an expert's segment has at most {} rows, so "
+                           "each token's large and small rows share one 8-column tile (one wgmma of 8 columns a K32 "
+                           "block, not 16; --tile-n 16 keeps them apart)",
+                           contract::kPairedRows, contract::kPairedRows)
+             : fmt::format("tile_n = 8, GEMM1 rows paired in segments of at most {} rows: at B <= {} 8-column token "
+                           "tiles cover every segment, and those of more rows run the 16-column split (--tile-n 16 "
+                           "keeps every segment apart)",
+                           contract::kPairedRows, k_paired_max_batch));
+    return;
+  }
+  if (options.paired_rows == true) {
+    p.paired_rows = true;
+    note(
+        fmt::format("GEMM1 rows paired in segments of at most {} rows (set by the options): one wgmma of 8 columns "
+                    "a K32 block for them; wider segments of the {}-column token tiles run the split on 2N columns",
+                    contract::kPairedRows, p.tile_n));
+    return;
+  }
+  if (batch <= k_paired_max_batch)
+    note(
+        fmt::format("GEMM1 rows not paired: tile_n = {} set by the options (--paired-rows on pairs the short "
+                    "segments of its tiles)",
+                    options.tile_n));
 }
 
 }  // namespace moejit::codegen

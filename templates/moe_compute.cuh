@@ -164,7 +164,8 @@ struct ComputeRole {
   static_assert(kPaired == contract::kPairedNone || kPaired == contract::kPairedAll ||
                     kPaired == contract::kPairedShort,
                 "a pairing mode");
-  static_assert(!kPaired || (kSplitRows && kTileN == 8 && kRanks == 1), "paired rows: one 8-column tile, one GPU");
+  static_assert(!kPaired || (kSplitRows && kRanks == 1), "paired rows: split rows, one GPU");
+  static_assert(kPaired != contract::kPairedAll || kTileN == 8, "every segment paired: 8-column token tiles");
   __device__ static bool paired_segment(const Segment& sg) {
     return kPaired && sg.phase == 0 && (kPaired == contract::kPairedAll || sg.rows <= contract::kPairedRows);
   }

@@ -79,8 +79,7 @@ __device__ void ComputeRole<Config>::segment(const ComputeParams& p, const Ring&
     owners_reduce<N>(both, acc, s_reduce);
   } else if (idle) {
     pass_stages(ring, cur, sg.k1 - sg.k0, lane);
-  } else if constexpr (kPaired) {
-    static_assert(N == 8, "paired rows run 8-column token tiles");
+  } else if constexpr (kPaired && N == 8) {  // wider segments of kPairedShort run the split below
     if (sg.phase != 0)
       Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);
     else if (kPaired == contract::kPairedShort && warp_uniform(sg.rows) > contract::kPairedRows)  // !paired_segment
@@ -105,8 +104,14 @@ __device__ void ComputeRole<Config>::segment(const ComputeParams& p, const Ring&
   for (int u = 0; u < kT; ++u)
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) acc[u][i] *= Atom::kAccScale;
-  // A unit's GEMM2 is one K block of the route row: the first block's partial carries the bias.
-  if (p.b1 && (!kUnits || sg.phase == 0 || sg.k0 == 0)) add_biases<N>(p, sg, route, acc, threadIdx.x / 128);
+  // A unit's GEMM2 is one K block of the route row: the first block's partial carries the bias. With three GEMM1
+  // loops (short segments paired in 16-column tiles) the expert is read again from the tables: held across the
+  // K-loops for the biases alone, it spilled there (DSV4.1-Flash).
+  if (p.b1 && (!kUnits || sg.phase == 0 || sg.k0 == 0)) {
+    Segment with = sg;
+    if constexpr (kPaired == contract::kPairedShort && kTileN > 8) with.expert = walker.t->active[sg.a];
+    add_biases<N>(p, with, route, acc, threadIdx.x / 128);
+  }
   if (sg.phase == 0)
     gemm1_epilogue<N>(p, sg, ws, route, acc, s_amax);
   else if constexpr (kUnits)

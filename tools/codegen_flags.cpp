@@ -35,6 +35,10 @@ std::vector<OptionSpec> codegen_option_specs() {
        "dealt round-robin, none cut); default: planned (units at B = 1, and at B = 2 where whole units balance the "
        "grid, on sm_90a's fast path; items at B = 1 on its exact path under W4A8)",
        "S"},
+      {"paired-rows", true,
+       "on or off: GEMM1's split rows of a token side by side in one 8-column wgmma, in the segments of at most 4 "
+       "rows (default: planned, on at B <= 8 with 8-column token tiles; the fast path on one GPU)",
+       "V"},
       {"activation-warps", true,
        "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "
        "the warps the CTA leaves free on the schedulers)",
@@ -83,6 +87,11 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
     const auto parsed = codegen::parse_schedule(*s);
     if (!parsed) throw UsageError(fmt::format("--schedule: '{}' is not one of stream, units, items", excerpt(*s)));
     o.schedule = *parsed;
+  }
+  if (auto v = args.get("paired-rows")) {
+    if (*v != "on" && *v != "off")
+      throw UsageError(fmt::format("--paired-rows: '{}' is not one of on, off", excerpt(*v)));
+    o.paired_rows = *v == "on";
   }
   o.activation_warps = static_cast<int>(args.get_int("activation-warps", 0, 1, contract::kMaxActivationWarps));
   o.decoded_scales = args.has("decoded-scales");

@@ -300,6 +300,49 @@ TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPai
     }
 }
 
+TEST_CASE("paired_rows on pairs the short segments of any token tile; off keeps every segment apart") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+    CAPTURE(model);
+    const codegen::MoeConfig c = codegen::builtin_model(model);
+    // Above B = 8 the planned token tiles (16 columns) pair their segments of at most kPairedRows rows.
+    for (const int b : {9, 16, 64, 256}) {
+      CAPTURE(b);
+      const codegen::MoeLaunchPlan on = codegen::plan_launch(c, b, h200, {.paired_rows = true});
+      CHECK(on.paired_rows);
+      CHECK(on.tile_n == codegen::plan_launch(c, b, h200, {.paired_rows = false}).tile_n);
+      CHECK(constant_of(codegen::moe_compute_spec(c, on), "kPaired") == contract::kPairedShort);
+      const codegen::MoeLaunchPlan off = codegen::plan_launch(c, b, h200, {.paired_rows = false});
+      CHECK_FALSE(off.paired_rows);
+      CHECK(constant_of(codegen::moe_compute_spec(c, off), "kPaired") == contract::kPairedNone);
+    }
+    // At B <= 8: off runs the planned 16-column split everywhere, on two warpgroups at B = 1 (no step owners);
+    // on with a 16-column tile asked for pairs the short segments of it.
+    for (int b = 1; b <= 8; ++b) {
+      CAPTURE(b);
+      const codegen::MoeLaunchPlan off = codegen::plan_launch(c, b, h200, {.paired_rows = false});
+      CHECK_FALSE(off.paired_rows);
+      CHECK(off.tile_n == 16);
+      if (off.schedule == codegen::Schedule::units) CHECK(off.groups == 2);
+      const codegen::MoeLaunchPlan wide = codegen::plan_launch(c, b, h200, {.tile_n = 16, .paired_rows = true});
+      CHECK(wide.paired_rows);
+      CHECK(wide.tile_n == 16);
+      CHECK(constant_of(codegen::moe_compute_spec(c, wide), "kPaired") == contract::kPairedShort);
+      if (wide.schedule == codegen::Schedule::units) CHECK(wide.groups == 2);
+    }
+    // Paths without split rows, and expert parallelism, refuse it, naming the field.
+    CHECK_THROWS_WITH_AS(
+        codegen::plan_launch(c, 16, h200, {.path = codegen::ComputePath::exact, .paired_rows = true}),
+        "paired_rows = on is invalid on this path: GEMM1's rows pair on the sm90-fp8-wgmma atom's split rows, on "
+        "one GPU (allowed: off, or as planned)",
+        codegen::ConfigError);
+    codegen::MoeConfig ep = c;
+    ep.ranks = 2;
+    CHECK_THROWS_AS(codegen::plan_launch(ep, 16, h200, {.paired_rows = true}), codegen::ConfigError);
+    CHECK_FALSE(codegen::plan_launch(ep, 16, h200, {.paired_rows = false}).paired_rows);
+  }
+}
+
 TEST_CASE("a step of at most 32 routes gets its routing tables from one warp in the unit schedule's kernel only") {
   // route_tables_warp matches each route's expert across the warp (match.any): compiled into the kernel that
   // runs B = 1, not into the stream kernels, which are at their register cap (moe_compute.cuh, kWarpTables).
