@@ -7,7 +7,8 @@
 // layer's issue-bound K-loop go faster with more consumer warps per SM, at
 // the registers each configuration leaves a thread? Rows 28-33 run the unit
 // schedule's step owners (AtomSm90Fp8::kloop_owned) the same way: can their
-// loops stream B = 1's weights, whatever else holds the layer back?
+// loops stream B = 1's weights, whatever else holds the layer back? Rows 34-35:
+// GEMM1's paired rows (mainloop_paired) and GEMM2 at N = 8, three warpgroups at 128 registers.
 //
 //   built as build/release/bench/moejit_kloop_probe (bench/CMakeLists.txt), or by hand:
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I templates -o kloop_probe bench/kloop_probe.cu
@@ -109,7 +110,7 @@ __device__ void cycle_stages(const Ring& ring, int steps) {
   }
 }
 
-template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved, int kJ>
+template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved, int kJ, bool kPaired>
 __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps, float* sink) {
   using L = ProbeLayout<G, T, N, kInterleaved>;
   using Ring = typename L::Ring;
@@ -148,7 +149,7 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
     else
       Atom::template mainloop<N, T>(acc, mine, strided, steps / G);
   } else {
-    Atom::template kloop<N, T, kSplit, kJ>(acc, ring, cur, steps);
+    Atom::template kloop<N, T, kSplit, kJ, kPaired>(acc, ring, cur, steps);
   }
   float sum = 0.0f;
 #pragma unroll
@@ -242,10 +243,10 @@ double median_seconds(Launch launch) {
 }
 
 template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved = false,
-          int kJ = AtomSm90Fp8<false>::k32_per_wait<N, T, kSplit>()>
+          int kJ = AtomSm90Fp8<false>::k32_per_wait<N, T, kSplit>(), bool kPaired = false>
 Row run(int sms, double clock_ghz, float* sink) {
   using L = ProbeLayout<G, T, N, kInterleaved>;
-  auto kernel = probe<G, T, N, kSplit, kRegs, kInterleaved, kJ>;
+  auto kernel = probe<G, T, N, kSplit, kRegs, kInterleaved, kJ, kPaired>;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
   cudaFuncAttributes attr{};
   CHECK(cudaFuncGetAttributes(&attr, kernel));
@@ -254,7 +255,7 @@ Row run(int sms, double clock_ghz, float* sink) {
   const int tiles = kInterleaved ? T : G * T;  // per stage
   const double weights = double(sms) * steps * tiles * 64 * 128;
   const double bytes = double(sms) * steps * tiles * contract::kWeightStepBytes;
-  return {kSplit ? "gemm1-split" : "gemm2",
+  return {kPaired ? "gemm1-paired" : kSplit ? "gemm1-split" : "gemm2",
           kJ,
           N,
           G,
@@ -347,6 +348,11 @@ int main(int argc, char** argv) {
   if (only < 0 || only == 31) print(run_owned<true, 4>(sms, ghz, sink));
   if (only < 0 || only == 32) print(run_owned<false, 1>(sms, ghz, sink));
   if (only < 0 || only == 33) print(run_owned<true, 1>(sms, ghz, sink));
+  // GEMM1 on paired split rows in the stream kernels (AtomSm90Fp8::mainloop_paired: B <= 8, and the short
+  // segments of --paired-rows on), beside rows 23 (split, N = 8) and 2's layout at 128 registers (GEMM2, N = 8).
+  if (only < 0 || only == 34)
+    print(run<3, 2, 8, true, 0, false, AtomSm90Fp8<false>::k32_per_wait<8, 2, true>(), true>(sms, ghz, sink));
+  if (only < 0 || only == 35) print(run<3, 2, 8, false, 0>(sms, ghz, sink));
 
   return 0;
 }
