@@ -41,6 +41,7 @@ struct Matrix {
   bool subnormal_scales = false;
   std::optional<codegen::Schedule> schedule;  // unset: as planned
   int consumer_groups = 0;                    // 0: as planned
+  std::optional<bool> paired_rows;            // unset: as planned
 };
 
 int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::vector<RoutingKind>& routings,
@@ -57,6 +58,7 @@ int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::v
     options.codegen.input_bf16 = m.input_bf16;
     options.codegen.schedule = m.schedule;
     options.codegen.consumer_groups = m.consumer_groups;
+    options.codegen.paired_rows = m.paired_rows;
     layers.push_back(std::make_unique<runtime::MoeLayer>(shape.config, weights.device(), options));
     ptrs.push_back(layers.back().get());
     CHECK(layers.back()->plan(1).subnormal_weight_scales == (m.subnormal_scales && path == codegen::ComputePath::fast));
@@ -330,6 +332,33 @@ TEST_CASE(
 }
 TEST_CASE("the unit schedule at B = 1-4 on three warpgroups (step owners): the same cases") {
   CHECK(run_unit_matrix(3) == 0);
+}
+
+// GEMM1's segments of at most 4 rows paired in the 16-column token tiles planned from B = 16 (paired_rows on),
+// the wider ones on the 16- and 32-column split in the same kernel: uniform routing gives mostly short segments,
+// zipf and one-expert ones the wide ones. gpt-oss's block carries biases (the expert id is read again after the
+// K-loops there). The fast path only.
+TEST_CASE(
+    "GEMM1's short segments paired in 16-column token tiles (paired_rows on): both shapes, the fused shared "
+    "expert, gpt-oss's block, padding") {
+  Matrix m;
+  m.paths = {codegen::ComputePath::fast};
+  m.paired_rows = true;
+  int failures = 0;
+  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+    failures += run_matrix({model, codegen::builtin_model(model)}, {16, 128}, k_routings, m);
+    const std::string shared = std::string(model) + "+shared";
+    failures += run_matrix({shared.c_str(), codegen::builtin_model(model, /*shared_expert=*/true)}, {16},
+                           {RoutingKind::uniform, RoutingKind::one_expert}, m);
+  }
+  codegen::MoeConfig edge = gpu_test::small_config("custom", 16, 4, 544, 288);  // padded to 768 and 384
+  edge.activation = codegen::Activation::gpt_oss;
+  edge.alpha = 1.702f;
+  edge.swiglu_clamp = 7.0f;
+  edge.gate_up = codegen::GateUp::interleaved;
+  edge.biases = true;
+  failures += run_matrix({"gpt-oss-like", edge}, {16, 40}, k_routings, m);
+  CHECK(failures == 0);
 }
 
 TEST_CASE("checkpoint arrays of E experts are refused by a layer with a shared expert, naming the array") {
