@@ -295,6 +295,17 @@ TEST_CASE("DSV4.1-Flash with the fused shared expert, both recipes") {
 }
 
 namespace {
+// gpt-oss's block (its activation, interleaved gate/up rows, biases) on a small model whose H and I pad inside.
+codegen::MoeConfig gpt_oss_like_edge() {
+  codegen::MoeConfig edge = gpu_test::small_config("custom", 16, 4, 544, 288);  // padded to 768 and 384
+  edge.activation = codegen::Activation::gpt_oss;
+  edge.alpha = 1.702f;
+  edge.swiglu_clamp = 7.0f;
+  edge.gate_up = codegen::GateUp::interleaved;
+  edge.biases = true;
+  return edge;
+}
+
 int run_unit_matrix(int consumer_groups) {
   Matrix m;
   m.paths = {codegen::ComputePath::fast};
@@ -309,12 +320,7 @@ int run_unit_matrix(int consumer_groups) {
                            {RoutingKind::uniform, RoutingKind::one_expert}, m);
   }
   failures += run_matrix({"gpt-oss-120b", codegen::builtin_model("gpt-oss-120b")}, {1, 2, 4}, k_routings, m);
-  codegen::MoeConfig edge = gpu_test::small_config("custom", 16, 4, 544, 288);  // padded to 768 and 384
-  edge.activation = codegen::Activation::gpt_oss;
-  edge.alpha = 1.702f;
-  edge.swiglu_clamp = 7.0f;
-  edge.gate_up = codegen::GateUp::interleaved;
-  edge.biases = true;
+  const codegen::MoeConfig edge = gpt_oss_like_edge();
   failures += run_matrix({"gpt-oss-like", edge}, {1, 3, 4}, k_routings, m);
   Matrix bf16_in = m;
   bf16_in.input_bf16 = true;
@@ -351,12 +357,7 @@ TEST_CASE(
     failures += run_matrix({shared.c_str(), codegen::builtin_model(model, /*shared_expert=*/true)}, {16},
                            {RoutingKind::uniform, RoutingKind::one_expert}, m);
   }
-  codegen::MoeConfig edge = gpu_test::small_config("custom", 16, 4, 544, 288);  // padded to 768 and 384
-  edge.activation = codegen::Activation::gpt_oss;
-  edge.alpha = 1.702f;
-  edge.swiglu_clamp = 7.0f;
-  edge.gate_up = codegen::GateUp::interleaved;
-  edge.biases = true;
+  const codegen::MoeConfig edge = gpt_oss_like_edge();
   failures += run_matrix({"gpt-oss-like", edge}, {16, 40}, k_routings, m);
   CHECK(failures == 0);
 }
