@@ -7,8 +7,8 @@
 // layer's issue-bound K-loop go faster with more consumer warps per SM, at
 // the registers each configuration leaves a thread? Rows 28-33 run the unit
 // schedule's step owners (AtomSm90Fp8::kloop_owned) the same way: can their
-// loops stream B = 1's weights, whatever else holds the layer back? Rows 34-35:
-// GEMM1's paired rows (mainloop_paired) and GEMM2 at N = 8, three warpgroups at 128 registers.
+// loops stream B = 1's weights, whatever else holds the layer back? Row 34:
+// GEMM1's paired rows (mainloop_paired), three warpgroups of two tiles.
 //
 //   built as build/release/bench/moejit_kloop_probe (bench/CMakeLists.txt), or by hand:
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I templates -o kloop_probe bench/kloop_probe.cu
@@ -255,7 +255,9 @@ Row run(int sms, double clock_ghz, float* sink) {
   const int tiles = kInterleaved ? T : G * T;  // per stage
   const double weights = double(sms) * steps * tiles * 64 * 128;
   const double bytes = double(sms) * steps * tiles * contract::kWeightStepBytes;
-  return {kPaired ? "gemm1-paired" : kSplit ? "gemm1-split" : "gemm2",
+  return {kPaired  ? "gemm1-paired"
+          : kSplit ? "gemm1-split"
+                   : "gemm2",
           kJ,
           N,
           G,
@@ -349,10 +351,9 @@ int main(int argc, char** argv) {
   if (only < 0 || only == 32) print(run_owned<false, 1>(sms, ghz, sink));
   if (only < 0 || only == 33) print(run_owned<true, 1>(sms, ghz, sink));
   // GEMM1 on paired split rows in the stream kernels (AtomSm90Fp8::mainloop_paired: B <= 8, and the short
-  // segments of --paired-rows on), beside rows 23 (split, N = 8) and 2's layout at 128 registers (GEMM2, N = 8).
+  // segments of --paired-rows on), beside rows 23 (split, N = 8) and 2 (GEMM2, N = 8), the same layout.
   if (only < 0 || only == 34)
     print(run<3, 2, 8, true, 0, false, AtomSm90Fp8<false>::k32_per_wait<8, 2, true>(), true>(sms, ghz, sink));
-  if (only < 0 || only == 35) print(run<3, 2, 8, false, 0>(sms, ghz, sink));
 
   return 0;
 }

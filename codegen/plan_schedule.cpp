@@ -107,6 +107,11 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                                     "pair at most {} token rows (B <= {}; 2 warpgroups run the schedule at any B it "
                                     "fits)",
                                     batch, contract::kPairedRows, contract::kPairedRows));
+    if (!p.paired_rows && options.paired_rows == false)
+      throw ConfigError("paired_rows",
+                        "paired_rows = off is invalid with schedule = units on 3 consumer warpgroups: "
+                        "their step owners run GEMM1 on paired rows (allowed: on, or as planned; or "
+                        "consumer_groups = 2)");
     if (!p.paired_rows)  // (B, R and tile_n allow pairing above: the path has no split rows)
       throw ConfigError("consumer_groups",
                         fmt::format("consumer_groups = 3 is invalid with schedule = units on the {} atom: the step "
@@ -131,9 +136,9 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
 // segments of at most contract::kPairedRows rows. On one GPU an expert draws at most B rows of a forward from a
 // router that sends each token to k distinct experts: at B <= kPairedRows every segment pairs (a token tile holds
 // kPairedRows rows there, so an expert repeated within tokens runs more tiles); at B <= kPairedMaxBatch 8-column
-// token tiles cover every segment, and those of more rows run the 16-column split. Above, the planned token tiles
-// may pair their short segments too (MoeCodegenOptions::paired_rows on), the wider ones running the 16- or
-// 32-column split.
+// token tiles cover every segment, and those of more rows run the 16-column split. Above B = 8 the planned
+// 16-column token tiles may pair their short segments too (MoeCodegenOptions::paired_rows on), the wider ones
+// running the 16- or 32-column split.
 void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options) {
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
   const bool can = contract::path_split_rows(p.contract_path) && config.ranks == 1;
@@ -146,7 +151,8 @@ void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, cons
       throw ConfigError("paired_rows",
                         fmt::format("paired_rows = on is invalid {}: GEMM1's rows pair on the sm90-fp8-wgmma atom's "
                                     "split rows, on one GPU (allowed: off, or as planned)",
-                                    config.ranks != 1 ? "with expert parallelism" : "on this path"));
+                                    config.ranks != 1 ? std::string("with expert parallelism")
+                                                      : fmt::format("on the {} atom", p.atom)));
     return;
   }
   if (batch <= k_paired_max_batch && (!options.tile_n || options.tile_n == 8)) {
@@ -155,11 +161,11 @@ void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, cons
     note(batch <= contract::kPairedRows
              ? fmt::format("tile_n = 8, GEMM1 rows paired: at B <= {} an expert's segment has at most {} rows, so "
                            "each token's large and small rows share one 8-column tile (one wgmma of 8 columns a K32 "
-                           "block, not 16; --tile-n 16 keeps them apart)",
+                           "block, not 16; --paired-rows off keeps them apart)",
                            contract::kPairedRows, contract::kPairedRows)
              : fmt::format("tile_n = 8, GEMM1 rows paired in segments of at most {} rows: at B <= {} 8-column token "
-                           "tiles cover every segment, and those of more rows run the 16-column split (--tile-n 16 "
-                           "keeps every segment apart)",
+                           "tiles cover every segment, and those of more rows run the 16-column split "
+                           "(--paired-rows off keeps every segment apart)",
                            contract::kPairedRows, k_paired_max_batch));
     return;
   }

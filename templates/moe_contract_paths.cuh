@@ -37,15 +37,16 @@ MOEJIT_HD constexpr bool path_fp8_rows(int path) {
 MOEJIT_HD constexpr bool path_split_rows(int path) {
   return path == kPathSm90Fp8;
 }
-// Paired split rows (GEMM1 wherever a segment has at most kPairedRows rows: the planner pairs at B <= kPairedRows,
-// MoeLaunchPlan::paired_rows): token r's large row at column 2r and its small row at 2r + 1 of one 8-column tile. One
-// wgmma of 8 columns then covers both (not one of 16), and a thread's two columns are one token's: it adds them and
-// scales the sum once, half the FP32 promotion of 16 columns. A column's K32 sum holds its own products only, and the
-// FP32 operations are the 16-column split's, in its order.
+// Paired split rows (GEMM1 wherever a segment has at most kPairedRows rows: the planner pairs at B <= 8, and
+// above where MoeCodegenOptions::paired_rows asks; MoeLaunchPlan::paired_rows): token r's large row at column 2r and
+// its small row at 2r + 1 of one 8-column tile. One wgmma of 8 columns then covers both (not one of 16), and a thread's
+// two columns are one token's: it adds them and scales the sum once, half the FP32 promotion of 16 columns. A column's
+// K32 sum holds its own products only, and the FP32 operations are the 16-column split's, in its order.
 constexpr int kPairedRows = 4;
 // The compute kernel's kPaired: no pairing; every GEMM1 segment paired (B <= kPairedRows: its token tiles hold
 // kPairedRows rows, so a token routed to one expert more than once makes more tiles, never a wider segment); or
-// the segments of at most kPairedRows rows paired and the others split on 16 columns (B <= 8, 8-column token tiles).
+// the segments of at most kPairedRows rows paired and the others split on 2N columns (8-column token tiles at
+// B <= 8, the 16-column ones above).
 constexpr int kPairedNone = 0, kPairedAll = 1, kPairedShort = 2;
 // The large row holds the elements of magnitude >= 2^4 (E4M3 magnitude code
 // 0x58), the small row the rest. An MX block's scale puts its amax in

@@ -61,6 +61,8 @@ int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::v
     options.codegen.paired_rows = m.paired_rows;
     layers.push_back(std::make_unique<runtime::MoeLayer>(shape.config, weights.device(), options));
     ptrs.push_back(layers.back().get());
+    if (m.paired_rows && path == codegen::ComputePath::fast)
+      for (int b : batches) CHECK(layers.back()->plan(b).paired_rows == *m.paired_rows);
     CHECK(layers.back()->plan(1).subnormal_weight_scales == (m.subnormal_scales && path == codegen::ComputePath::fast));
   }
   int failures = 0;
@@ -340,7 +342,7 @@ TEST_CASE("the unit schedule at B = 1-4 on three warpgroups (step owners): the s
   CHECK(run_unit_matrix(3) == 0);
 }
 
-// GEMM1's segments of at most 4 rows paired in the 16-column token tiles planned from B = 16 (paired_rows on),
+// GEMM1's segments of at most 4 rows paired in the 16-column token tiles planned above B = 8 (paired_rows on),
 // the wider ones on the 16- and 32-column split in the same kernel: uniform routing gives mostly short segments,
 // zipf and one-expert ones the wide ones. gpt-oss's block carries biases (the expert id is read again after the
 // K-loops there). The fast path only.

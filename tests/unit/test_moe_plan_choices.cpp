@@ -333,14 +333,39 @@ TEST_CASE("paired_rows on pairs the short segments of any token tile; off keeps 
     // Paths without split rows, and expert parallelism, refuse it, naming the field.
     CHECK_THROWS_WITH_AS(
         codegen::plan_launch(c, 16, h200, {.path = codegen::ComputePath::exact, .paired_rows = true}),
-        "paired_rows = on is invalid on this path: GEMM1's rows pair on the sm90-fp8-wgmma atom's split rows, on "
-        "one GPU (allowed: off, or as planned)",
+        "paired_rows = on is invalid on the sm90-bf16-mma atom: GEMM1's rows pair on the sm90-fp8-wgmma atom's split "
+        "rows, on one GPU (allowed: off, or as planned)",
         codegen::ConfigError);
     codegen::MoeConfig ep = c;
     ep.ranks = 2;
     CHECK_THROWS_AS(codegen::plan_launch(ep, 16, h200, {.paired_rows = true}), codegen::ConfigError);
     CHECK_FALSE(codegen::plan_launch(ep, 16, h200, {.paired_rows = false}).paired_rows);
+    // The step owners run on paired rows: off with three warpgroups of the unit schedule is refused, naming it.
+    CHECK_THROWS_WITH_AS(
+        codegen::plan_launch(c, 1, h200,
+                             {.consumer_groups = 3, .schedule = codegen::Schedule::units, .paired_rows = false}),
+        "paired_rows = off is invalid with schedule = units on 3 consumer warpgroups: their step "
+        "owners run GEMM1 on paired rows (allowed: on, or as planned; or consumer_groups = 2)",
+        codegen::ConfigError);
   }
+  // The kernels that pair in 16-column tiles hold three GEMM1 loops: they compile within the plan, without spills.
+  for (const char* model : {"glm5.2", "dsv4.1-flash"})
+    for (const int b : {16, 256}) {
+      CAPTURE(model);
+      CAPTURE(b);
+      const codegen::MoeConfig c = codegen::builtin_model(model);
+      const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, {.paired_rows = true});
+      const codegen::KernelSpec spec = codegen::moe_compute_spec(c, plan);
+      const jit::BuildArtifacts built = jit::build_kernel(spec);
+      const codegen::KernelResources* res = built.resources.find(spec.entry_name());
+      REQUIRE(res);
+      CHECK(res->registers <= plan.compute.register_cap);
+      CHECK(res->spill_store_bytes == 0);
+      CHECK(res->local_bytes == 0);
+      // Its MMAs: the paired GEMM1 (8 columns), GEMM1 split on 16 and 32 columns.
+      for (const char* mma : {"m64n8k32", "m64n16k32", "m64n32k32"})
+        CHECK(built.final_ptx.find(mma) != std::string::npos);
+    }
 }
 
 TEST_CASE("a step of at most 32 routes gets its routing tables from one warp in the unit schedule's kernel only") {
