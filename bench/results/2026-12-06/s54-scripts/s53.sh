@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # s53 (~250 s, an H200 only): acceptance 1 and 2 on main's default kernels (identical SASS to c56e8d7's: .device/bin)
-# with the pairing A/B (--paired-rows off,on at B = 16-256, ac10269's bench in .device/exp) between them, in
+# with the pairing A/B (--paired-rows off,on at B = 16-256, the bench of .device/exp/COMMIT) between them, in
 # alternating order; then B = 1-2 (schedules, trace, roles left out) and ncu of GLM5.2 B = 256 / DSV4.1-Flash B = 128.
 set -uo pipefail
 D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case $D in *H200*) ;; *) echo "device: $D: not an H200, nothing run"; exit 0 ;; esac
 hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $1  device: $D"; shift; echo "# command: $*"; }
 echo "device: $D"
-N=$PWD/.device/bin; O=$PWD/.device/old; E=$PWD/.device/exp; CN=$(cat .device/COMMIT)
+N=$PWD/.device/bin; O=$PWD/.device/old; E=$PWD/.device/exp; CN=$(cat .device/COMMIT); CE=$(cat .device/exp/COMMIT)
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 b() {  # log bin commit args...
   local log=$1 bin=$2 c=$3; shift 3
@@ -16,11 +16,11 @@ b() {  # log bin commit args...
   echo "$log done at ${SECONDS}s"; grep -E "^(glm|dsv)" $OUT/s53-$log.log
 }
 b fast-1 $N $CN
-b pair-off-on $E ac10269 --batches 16,32,64,128,256 --paired-rows off,on
+b pair-off-on $E $CE --batches 16,32,64,128,256 --paired-rows off,on
 b old $O 75c91f4
 b exact $N $CN --path exact
 b fast-2 $N $CN
-b pair-on-off $E ac10269 --batches 16,32,64,128,256 --paired-rows on,off
+b pair-on-off $E $CE --batches 16,32,64,128,256 --paired-rows on,off
 b small $N $CN --batches 1,2 --schedule planned,stream,units --trace --leave-out dispatch,finalize
 prof() {  # name model batch
   local n=$1 m=$2 bb=$3
