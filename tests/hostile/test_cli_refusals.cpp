@@ -69,6 +69,30 @@ TEST_CASE("cli: a plan sweep reports the batch sizes an option cannot run as rej
   CHECK(test::contains(split.output, "--dispatch-sms: 132 is outside the allowed range [2, 131]"));
 }
 
+TEST_CASE("cli: --paired-rows takes on or off, and on where rows cannot pair is a rejected column naming it") {
+  TempDir scratch;
+  const std::vector<std::string> plan = {"plan",     "--model", "glm5.2",  "--ranks", "1",
+                                         "--device", "h200",    "--batch", "64"};
+  std::vector<std::string> bad = plan;
+  bad.insert(bad.end(), {"--paired-rows", "yes"});
+  const test::CliResult r = test::moejit(scratch, scratch / "c", bad);
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(test::contains(r.output, "--paired-rows: 'yes' is not one of on, off"));
+  std::vector<std::string> exact = plan;
+  exact.insert(exact.end(), {"--path", "exact", "--paired-rows", "on"});
+  const test::CliResult e = test::moejit(scratch, scratch / "c", exact);
+  INFO(e.output);
+  CHECK(e.exit_code == 1);
+  CHECK(test::contains(e.output, "B = 64 launch rejected: paired_rows = on is invalid on the sm90-bf16-mma atom"));
+  std::vector<std::string> on = plan;
+  on.insert(on.end(), {"--paired-rows", "on"});
+  const test::CliResult ok = test::moejit(scratch, scratch / "c", on);
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  CHECK(test::contains(ok.output, "GEMM1 rows paired in segments of at most 4 rows (set by the options)"));
+}
+
 TEST_CASE("cli: precompile's batch range is the configuration's token capacity") {
   TempDir scratch;
   const std::string config = scratch / "cap64.json";
