@@ -71,23 +71,21 @@ TEST_CASE("cli: a plan sweep reports the batch sizes an option cannot run as rej
 
 TEST_CASE("cli: --paired-rows takes on or off, and on where rows cannot pair is a rejected column naming it") {
   TempDir scratch;
-  const std::vector<std::string> plan = {"plan",     "--model", "glm5.2",  "--ranks", "1",
-                                         "--device", "h200",    "--batch", "64"};
-  std::vector<std::string> bad = plan;
-  bad.insert(bad.end(), {"--paired-rows", "yes"});
-  const test::CliResult r = test::moejit(scratch, scratch / "c", bad);
+  // `moejit plan` of GLM5.2 B = 64 on one H200 with `extra` flags.
+  auto plan = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200", "--batch", "64"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return test::moejit(scratch, scratch / "c", args);
+  };
+  const test::CliResult r = plan({"--paired-rows", "yes"});
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK(test::contains(r.output, "--paired-rows: 'yes' is not one of on, off"));
-  std::vector<std::string> exact = plan;
-  exact.insert(exact.end(), {"--path", "exact", "--paired-rows", "on"});
-  const test::CliResult e = test::moejit(scratch, scratch / "c", exact);
+  const test::CliResult e = plan({"--path", "exact", "--paired-rows", "on"});
   INFO(e.output);
   CHECK(e.exit_code == 1);
   CHECK(test::contains(e.output, "B = 64 launch rejected: paired_rows = on is invalid on the sm90-bf16-mma atom"));
-  std::vector<std::string> on = plan;
-  on.insert(on.end(), {"--paired-rows", "on"});
-  const test::CliResult ok = test::moejit(scratch, scratch / "c", on);
+  const test::CliResult ok = plan({"--paired-rows", "on"});
   INFO(ok.output);
   CHECK(ok.exit_code == 0);
   CHECK(test::contains(ok.output, "GEMM1 rows paired in segments of at most 4 rows (set by the options)"));
