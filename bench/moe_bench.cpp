@@ -60,6 +60,9 @@ options:
   --paired-rows planned,on,off   GEMM1's short segments paired (MoeCodegenOptions::paired_rows) to sweep
   --decoded-scales         the decoder-warp variant (MoeCodegenOptions::decoded_scales)
   --pdl | --no-pdl         programmatic dependent launch between the roles (default: as planned)
+  --sm-count N             plan and launch the roles for N SMs (MoeLayerOptions::sm_count; 0: all). Fewer SMs
+                           ask each one for more bytes a clock: on an H100 (3.0 TB/s), N = 80-88 asks what the
+                           H200 (4.26 TB/s at 1.68-1.85 GHz) asks of all 132, so the consumer-bound points show
   --trace                  per B, where the compute role's time goes: each CTA milestone, min / median / max
   --trace-csv DIR          --trace, and every CTA's milestones in DIR/trace-<model>-B<b>-<layout>.csv
   --leave-out dispatch,finalize   per B, the same replays with that role left out of the graph (each a row
@@ -108,6 +111,7 @@ int run(int argc, char** argv) {
   std::filesystem::path trace_dir;     // --trace-csv DIR: empty, no CSV
   std::optional<bool> pdl;             // MoeLayerOptions::pdl: as planned unless --pdl / --no-pdl
   std::vector<std::string> leave_out;  // --leave-out dispatch,finalize
+  int sm_count = 0;                    // MoeLayerOptions::sm_count: 0, the device's
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -178,6 +182,8 @@ int run(int argc, char** argv) {
       pdl = true;
     else if (a == "--no-pdl")
       pdl = false;
+    else if (a == "--sm-count" && i + 1 < argc)
+      sm_count = bench::parse_int(a, argv[++i]);
     else if (a == "--recipe" && i + 1 < argc) {
       const std::string name = argv[++i];
       const auto parsed = codegen::parse_recipe(name);
@@ -203,15 +209,20 @@ int run(int argc, char** argv) {
       }
   for (const Model& m : models)
     for (int b : batches) codegen::validate_batch(m.config, b);
+  if (sm_count < 0)  // the device's count bounds it above (MoeLayer names sm_count and the range)
+    throw std::invalid_argument(
+        fmt::format("--sm-count: {} is outside the allowed range [0, the device's SMs]", sm_count));
   runtime::ScopedContext ctx(0);
   const runtime::DeviceInfo dev = runtime::query_device(0);
   CUstream stream;
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);
-  fmt::print("device {} ({} SMs), copy bandwidth {:.0f} GB/s (read+write), SM clock {:.0f} MHz, path {}, recipe {}{}\n",
-             dev.name, dev.sm_count, bw, bench::sm_clock_mhz(stream),
-             codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
-             codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
+  fmt::print(
+      "device {} ({} SMs{}), copy bandwidth {:.0f} GB/s (read+write), SM clock {:.0f} MHz, path {}, recipe {}{}\n",
+      dev.name, dev.sm_count, sm_count ? fmt::format(", the layers planned and launched on {}", sm_count) : "", bw,
+      bench::sm_clock_mhz(stream),
+      codegen::path_name(codegen::resolve_path(codegen_options.path, codegen::Arch::sm_90a, recipe)),
+      codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9} {:>7}  {}\n", "model", "B", "experts",
              "floor_us", "median_us", "%floor", "disp_us", "comp_us", "fin_us", "sm_MHz",
              "tile_n/stages xCTAs groups act-warps schedule pdl paired");
@@ -258,6 +269,7 @@ int run(int argc, char** argv) {
       options.codegen.activation_warps = act;
       options.codegen.paired_rows = paired;
       options.pdl = pdl;
+      options.sm_count = sm_count;
       runtime::MoeLayer layer(config, weights.device(), options);
       const double expert_bytes = bench::expert_bytes(p, config.biases);
       runtime::DeviceBuffer y(std::size_t(*std::max_element(batches.begin(), batches.end())) * p.hidden * 2);
