@@ -47,6 +47,11 @@ const std::vector<AtomTraits>& all_atoms() {
       // GLM5.2 (16 experts: 256 units, 0.97 of two rounds of 132 CTAs; 0.95 expected) against stream's 71.5 / 71.6
       // and the step owners' 73.2 / 73.2; DSV4.1-Flash's 12 experts (0.82) stay on stream, which ran 2-4 points
       // ahead of units there (same file).
+      // GEMM1's segments of at most 4 rows paired inside the 16-column tiles up to B = 64: on 80 SMs of an H100,
+      // which asks each SM for the bytes a clock an H200 asks of its 132 (the default plan there runs -7.4 to +4.6
+      // points from the H200's record at B = 16-256, the same shape), +3.8 to +7.6 points at B = 16-64 on both
+      // models in both orders, -0.8 to +1.8 at B = 128-256, where most segments are wider; on all 132 SMs, bound
+      // by the copy bandwidth, level within 0.7 (bench/results/2026-12-06-h100-paired-on-80-sms.md).
       {Arch::sm_90a,
        ComputePath::fast,
        Recipe::w4a8_mx,
@@ -68,7 +73,8 @@ const std::vector<AtomTraits>& all_atoms() {
        8,
        5,
        2,
-       0.9},
+       0.9,
+       64},
       // Three CTAs of one warpgroup: the BF16 mma.sync loop is issue-bound and more warps hide its latency;
       // 96 registers a thread hold a 16-column tile (32 spills).
       // PDL between the roles up to B = 2: in two rounds against the same kernels without it, B = 1 and 2 ran

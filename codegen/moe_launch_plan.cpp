@@ -155,7 +155,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   p.options.path = resolve_path(options.path, device.target.arch, config.recipe);
   const AtomTraits& atom = plan_atom(p, config, device, options);
   plan_tile_n(p, config, batch, options, atom);
-  plan_paired_rows(p, config, batch, options);
+  plan_paired_rows(p, config, batch, options, atom);
   plan_groups(p, config, options, atom);
   plan_schedule(p, config, batch, device, options, atom);
   plan_pdl(p, config, batch, atom);

@@ -136,10 +136,11 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
 // segments of at most contract::kPairedRows rows. On one GPU an expert draws at most B rows of a forward from a
 // router that sends each token to k distinct experts: at B <= kPairedRows every segment pairs (a token tile holds
 // kPairedRows rows there, so an expert repeated within tokens runs more tiles); at B <= kPairedMaxBatch 8-column
-// token tiles cover every segment, and those of more rows run the 16-column split. Above B = 8 the planned
-// 16-column token tiles may pair their short segments too (MoeCodegenOptions::paired_rows on), the wider ones
-// running the 16- or 32-column split.
-void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options) {
+// token tiles cover every segment, and those of more rows run the 16-column split. Above B = 8, up to the atom's
+// measured paired_short_max_batch (or wherever MoeCodegenOptions::paired_rows is on), the wider token tiles pair
+// their short segments too, the wider segments running the 16- or 32-column split.
+void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
+                      const AtomTraits& atom) {
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
   const bool can = contract::path_split_rows(p.contract_path) && config.ranks == 1;
   if (options.paired_rows == false) {
@@ -169,12 +170,18 @@ void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, cons
                            contract::kPairedRows, k_paired_max_batch));
     return;
   }
-  if (options.paired_rows == true) {
+  const bool planned = batch > k_paired_max_batch && batch <= atom.paired_short_max_batch;
+  if (options.paired_rows == true || planned) {
     p.paired_rows = true;
     note(
-        fmt::format("GEMM1 rows paired in segments of at most {} rows (set by the options): one wgmma of 8 columns "
-                    "a K32 block for them; wider segments of the {}-column token tiles run the split on 2N columns",
-                    contract::kPairedRows, p.tile_n));
+        fmt::format("GEMM1 rows paired in segments of at most {} rows ({}): one wgmma of 8 columns a K32 block for "
+                    "them; wider segments of the {}-column token tiles run the split on 2N columns",
+                    contract::kPairedRows,
+                    options.paired_rows ? std::string("set by the options")
+                                        : fmt::format("B <= {}, the {} atom's measured range; --paired-rows off keeps "
+                                                      "them apart",
+                                                      atom.paired_short_max_batch, atom.name),
+                    p.tile_n));
     return;
   }
   if (batch <= k_paired_max_batch)

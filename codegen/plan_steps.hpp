@@ -18,8 +18,10 @@ inline int ceil_div(std::int64_t a, std::int64_t b) {
 // codegen/plan_schedule.cpp
 // GEMM1 on paired split rows in the segments of at most contract::kPairedRows rows: sets
 // MoeLaunchPlan::paired_rows, and tile_n 8 where 8-column token tiles cover every segment (B <= 8, unless the
-// options ask for another tile_n).
-void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options);
+// options ask for another tile_n); above, up to the atom's paired_short_max_batch, the short segments of the
+// wider tiles.
+void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
+                      const AtomTraits& atom);
 
 // The unit schedule's expected balance at B on `grid` CTAs: U / (grid * ceil(U / grid)), U the units (128
 // intermediate columns each) of the expected active experts under uniform top-k routing, E (1 - (1 - k / E)^B),

@@ -37,7 +37,7 @@ std::vector<OptionSpec> codegen_option_specs() {
        "S"},
       {"paired-rows", true,
        "on or off: GEMM1's split rows of a token side by side in one 8-column wgmma, in the segments of at most 4 "
-       "rows (default: planned, on at B <= 8 with 8-column token tiles; the fast path on one GPU)",
+       "rows (default: planned, on at B <= 64: 8-column token tiles at B <= 8; the fast path on one GPU)",
        "V"},
       {"activation-warps", true,
        "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "

@@ -261,8 +261,10 @@ TEST_CASE("the item schedule: planned for the exact atom at B = 1, asked for on 
   CHECK_FALSE(codegen::parse_schedule("item").has_value());
 }
 
-TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPairedRows rows") {
+TEST_CASE("GEMM1 runs paired split rows in the segments of at most kPairedRows rows up to the atom's measured B") {
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  const int paired_max = codegen::find_atom(h200.target, codegen::ComputePath::fast)->paired_short_max_batch;
+  CHECK(paired_max == 64);
   for (const bool shared : {false, true})
     for (const char* model : {"glm5.2", "dsv4.1-flash", "gpt-oss-120b"}) {
       CAPTURE(model);
@@ -272,15 +274,15 @@ TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPai
       // An expert draws at most B rows of a forward on one GPU from distinct routes (the shared expert exactly B;
       // repeats run more tiles of kPairedRows rows: ComputeRole::kTileRows): every segment pairs
       // up to B = kPairedRows; up to B = 8 the 8-column tiles cover every segment, and those of at most
-      // kPairedRows rows pair.
-      for (int b = 1; b <= 9; ++b) {
+      // kPairedRows rows pair; up to the atom's paired_short_max_batch the 16-column tiles pair their short ones.
+      for (const int b : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 32, 64, 65, 128, 256}) {
         CAPTURE(b);
         const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200);
-        CHECK(plan.paired_rows == (b <= 8));
-        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kPaired") == (b <= contract::kPairedRows
-                                                                                 ? contract::kPairedAll
-                                                                             : b <= 8 ? contract::kPairedShort
-                                                                                      : contract::kPairedNone));
+        CHECK(plan.paired_rows == (b <= paired_max));
+        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kPaired") ==
+              (b <= contract::kPairedRows ? contract::kPairedAll
+               : b <= paired_max          ? contract::kPairedShort
+                                          : contract::kPairedNone));
         CHECK((plan.tile_n == 8) == (b <= 8));
         // The step owners run on paired rows only, and are planned where the unit schedule is at B = 1.
         if (plan.schedule == codegen::Schedule::units) CHECK(plan.groups == (b == 1 ? 3 : 2));
@@ -292,6 +294,10 @@ TEST_CASE("GEMM1 runs paired split rows where no segment can have more than kPai
       CHECK(wide.groups == 2);
       CHECK(constant_of(codegen::moe_compute_spec(c, wide), "kPaired") == 0);
       CHECK(codegen::plan_launch(c, 2, h200, {.tile_n = 8}).paired_rows);
+      // Above B = 8 an 8-column tile asked for pairs the short segments in it as the planned 16 columns do.
+      const codegen::MoeLaunchPlan narrow = codegen::plan_launch(c, 32, h200, {.tile_n = 8});
+      CHECK(narrow.paired_rows);
+      CHECK(constant_of(codegen::moe_compute_spec(c, narrow), "kPaired") == contract::kPairedShort);
       // Paths without split rows, and expert parallelism (an expert's rows come from every rank), do not pair.
       CHECK_FALSE(codegen::plan_launch(c, 1, h200, {.path = codegen::ComputePath::exact}).paired_rows);
       codegen::MoeConfig ep = c;
