@@ -89,9 +89,9 @@ int cmd_run(int argc, char** argv) {
              model.name, model.experts, model.shared_expert ? " + a fused shared expert" : "", model.top_k,
              model.hidden, model.intermediate, tokens, profile.name, target.name(),
              codegen::path_name(*plan.options.path), plan.atom, plan.tile_n, plan.stages);
-  fmt::print("      dispatch {}\n      compute  {}, {} CTA(s)/SM, .maxnreg {}\n      finalize {}\n",
+  fmt::print("      dispatch {}\n      compute  {}, {} CTA(s)/SM, .maxnreg {}, schedule {}{}\n      finalize {}\n",
              role(plan.dispatch), role(plan.compute), plan.compute.blocks_per_sm, plan.compute.register_cap,
-             role(plan.finalize));
+             codegen::schedule_name(plan.schedule), plan.paired_rows ? ", GEMM1 rows paired" : "", role(plan.finalize));
   fmt::print("[2/3] compile\n");
   for (const codegen::KernelSpec& spec : codegen::moe_kernel_specs(model, tokens, profile, layer_options.codegen)) {
     cache::Source source = cache::Source::compiled;

@@ -18,7 +18,7 @@ set_tests_properties(cli_run_clean PROPERTIES FIXTURES_SETUP run_clean)
 add_test(NAME cli_run_no_gpu COMMAND moejit run --model glm5.2 --batch 8)
 set_tests_properties(cli_run_no_gpu PROPERTIES FIXTURES_REQUIRED run_clean
   ENVIRONMENT "MOEJIT_FORCE_NO_DRIVER=1;MOEJIT_CACHE_DIR=${MOEJIT_TEST_CACHE}/run"
-  PASS_REGULAR_EXPRESSION "moe_compute [^\n]*\(compiled\).*launch skipped: no CUDA driver found")
+  PASS_REGULAR_EXPRESSION "compute  [^\n]*, schedule stream, GEMM1 rows paired\n.*moe_compute [^\n]*\(compiled\).*launch skipped: no CUDA driver found")
 add_test(NAME cli_run_bad_target COMMAND moejit run --target sm_75)
 set_tests_properties(cli_run_bad_target PROPERTIES PASS_REGULAR_EXPRESSION "--target: 'sm_75' is not one of sm_90a, sm_100a, sm_120a")
 add_test(NAME cli_run_bad_batch COMMAND moejit run --batch 0)
