@@ -100,7 +100,8 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
   fast.path = codegen::ComputePath::fast;
   // Split rows on 16 columns wait after every K32 block (AtomSm90Fp8::k32_per_wait), since two blocks' partial
   // sums spill at the 128 registers of three warpgroups: four waits a step cost 1.4 integer instructions per 8
-  // weights more than two did.
+  // weights more than two did. B = 64's 16-column tiles pair their short segments (planned up to
+  // AtomTraits::paired_short_max_batch) in the same paired loop as B = 8's tiles, held to the same budget.
   for (const Budget& b :
        {Budget{8, 8, 18.0, 8.8, false}, Budget{64, 16, 22.7, 8.7, false}, Budget{8, 8, 20.2, 8.3, true},
         Budget{64, 16, 26.8, 10.5, true}, Budget{8, 8, 19.1, 9.8, false, false, true},
@@ -108,7 +109,7 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
         Budget{64, 16, 27.8, 11.3, true, false, true}, Budget{8, 8, 16.0, 6.5, false, true},
         Budget{64, 16, 20.5, 6.5, false, true}, Budget{8, 8, 18.0, 6.5, true, true},
         Budget{64, 16, 25.0, 8.5, true, true}, Budget{2, 8, 16.8, 7.7, true, false, false, true},
-        Budget{8, 8, 16.8, 7.7, true, false, false, true}}) {
+        Budget{8, 8, 16.8, 7.7, true, false, false, true}, Budget{64, 8, 16.8, 7.7, true, false, false, true}}) {
     CAPTURE(b.batch);
     CAPTURE(b.split);
     CAPTURE(b.paired);
