@@ -62,7 +62,10 @@ options:
   --pdl | --no-pdl         programmatic dependent launch between the roles (default: as planned)
   --sm-count N             plan and launch the roles for N SMs (MoeLayerOptions::sm_count; 0: all). Fewer SMs
                            ask each one for more bytes a clock: on an H100 (3.0 TB/s), N = 80-88 asks what the
-                           H200 (4.26 TB/s at 1.68-1.85 GHz) asks of all 132, so the consumer-bound points show
+                           H200 (4.26 TB/s at 1.68-1.85 GHz) asks of all 132, so the consumer-bound points show.
+                           The floor stays the whole device's copy bandwidth. The compute grid's N CTAs (one a SM
+                           where the plan says 1 CTA/SM) run on N SMs; the dispatch and finalize grids are planned
+                           for N SMs but may run on any
   --trace                  per B, where the compute role's time goes: each CTA milestone, min / median / max
   --trace-csv DIR          --trace, and every CTA's milestones in DIR/trace-<model>-B<b>-<layout>.csv
   --leave-out dispatch,finalize   per B, the same replays with that role left out of the graph (each a row
@@ -209,11 +212,14 @@ int run(int argc, char** argv) {
       }
   for (const Model& m : models)
     for (int b : batches) codegen::validate_batch(m.config, b);
-  if (sm_count < 0)  // the device's count bounds it above (MoeLayer names sm_count and the range)
-    throw std::invalid_argument(
-        fmt::format("--sm-count: {} is outside the allowed range [0, the device's SMs]", sm_count));
+  constexpr int kMaxSms = 4096;  // MoeLayerOptions::sm_count's bound; the device's own count is checked below
+  if (sm_count < 0 || sm_count > kMaxSms)
+    throw std::invalid_argument(fmt::format("--sm-count: {} is outside the allowed range [0, {}]", sm_count, kMaxSms));
   runtime::ScopedContext ctx(0);
   const runtime::DeviceInfo dev = runtime::query_device(0);
+  if (sm_count > dev.sm_count)  // before the copy-bandwidth measurement and any layer
+    throw std::invalid_argument(fmt::format("--sm-count: {} is outside the allowed range [0, {}] (the {}'s SMs)",
+                                            sm_count, dev.sm_count, dev.name));
   CUstream stream;
   MOEJIT_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   const double bw = bench::copy_bandwidth_gbs(stream);

@@ -78,7 +78,7 @@ struct AtomTraits {
   // schedule would split. Measured.
   int unit_balanced_max_batch = 0;
   double unit_min_balance = 1.0;
-  // Above B = 8 (where 8-column token tiles pair every segment) and up to this B, the planner pairs GEMM1's
+  // Above B = 8 (up to which 8-column token tiles cover every segment) and up to this B, the planner pairs GEMM1's
   // segments of at most contract::kPairedRows rows inside the wider token tiles (MoeLaunchPlan::paired_rows);
   // 0: never. Measured; only split-row atoms pair.
   int paired_short_max_batch = 0;

@@ -342,7 +342,8 @@ TEST_CASE("the unit schedule at B = 1-4 on three warpgroups (step owners): the s
   CHECK(run_unit_matrix(3) == 0);
 }
 
-// GEMM1's segments of at most 4 rows paired in the 16-column token tiles planned above B = 8 (paired_rows on),
+// GEMM1's segments of at most 4 rows paired in the 16-column token tiles planned above B = 8 (paired_rows on: the
+// planner's own pairing up to B = 64, and beyond),
 // the wider ones on the 16- and 32-column split in the same kernel: uniform routing gives mostly short segments,
 // zipf and one-expert ones the wide ones. gpt-oss's block carries biases (the expert id is read again after the
 // K-loops there). The fast path only.

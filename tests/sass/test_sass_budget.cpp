@@ -18,7 +18,8 @@
 // wgmma of 2N columns per K32 block) 19.5 and 8.1 at N = 8 (19.9 and 8.2 since the compute CTA runs three activation
 // warps: the same loop, allocated otherwise), 26.4 and 10.4 at N = 16; on paired rows (B <= 8, a
 // segment of at most 4 rows: a token's large and small rows side by side, one wgmma of 8 columns a K32 block,
-// MoeLaunchPlan::paired_rows) 16.0 and 7.3. For weights that need code 0 as 2^-127
+// MoeLaunchPlan::paired_rows) 16.0 and 7.3 (the same loop in B = 64's 16-column tiles, planned since c8476f7: 15.9
+// and 7.3 at 1ee2478). For weights that need code 0 as 2^-127
 // (MoeCodegenOptions::subnormal_weight_scales) a weight scale costs three: 17.9 / 23.1 / 20.5 / 27.4 and
 // 8.3 / 9.1 / 9.1 / 11.1. With decoded scales (a decoder warp writes each stage's scales as FP32,
 // MoeCodegenOptions::decoded_scales) 14.8 / 19.8 / 17.2 / 24.4 and 5.4 / 6.4 / 5.6 / 8.3. (The message of each
@@ -119,7 +120,7 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
     options.decoded_scales = b.decoded;
     options.subnormal_weight_scales = b.subnormal;
     const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, b.batch, h200, options);
-    if (b.paired) REQUIRE(plan.paired_rows);  // (B = 8 pairs its short segments and splits the others)
+    if (b.paired) REQUIRE(plan.paired_rows);  // (B = 8 and 64 pair their short segments and split the others)
     const jit::BuildArtifacts built = jit::build_kernel(codegen::moe_compute_spec(glm, plan));
     const std::vector<sass::LoopMix> loops = sass::mma_loops(sass::disassemble(g_nvdisasm, built.cubin));
     // Per iteration (one K128 step) a consumer thread expands 8 words of 8 codes for each of its tiles.

@@ -298,11 +298,15 @@ TEST_CASE("GEMM1 runs paired split rows in the segments of at most kPairedRows r
       const codegen::MoeLaunchPlan narrow = codegen::plan_launch(c, 32, h200, {.tile_n = 8});
       CHECK(narrow.paired_rows);
       CHECK(constant_of(codegen::moe_compute_spec(c, narrow), "kPaired") == contract::kPairedShort);
-      // Paths without split rows, and expert parallelism (an expert's rows come from every rank), do not pair.
-      CHECK_FALSE(codegen::plan_launch(c, 1, h200, {.path = codegen::ComputePath::exact}).paired_rows);
+      // Paths without split rows, and expert parallelism (an expert's rows come from every rank), do not pair, at
+      // any B the fast path on one GPU pairs.
       codegen::MoeConfig ep = c;
       ep.ranks = 2;
-      if (!shared) CHECK_FALSE(codegen::plan_launch(ep, 1, h200).paired_rows);
+      for (const int b : {1, 16, 64}) {
+        CAPTURE(b);
+        CHECK_FALSE(codegen::plan_launch(c, b, h200, {.path = codegen::ComputePath::exact}).paired_rows);
+        if (!shared) CHECK_FALSE(codegen::plan_launch(ep, b, h200).paired_rows);
+      }
     }
 }
 
