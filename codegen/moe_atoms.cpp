@@ -50,8 +50,9 @@ const std::vector<AtomTraits>& all_atoms() {
       // GEMM1's segments of at most 4 rows paired inside the 16-column tiles up to B = 64: on 80 SMs of an H100,
       // which asks each SM for the bytes a clock an H200 asks of its 132 (the default plan there runs -7.4 to +4.6
       // points from the H200's record at B = 16-256, the same shape), +3.4 to +9.0 points at B = 16-64 on both
-      // models in both orders, -0.8 to +1.8 at B = 128-256, where most segments are wider; on all 132 SMs, bound
-      // by the copy bandwidth, level within 0.7 (bench/results/2026-12-06-h100-paired-on-80-sms.md).
+      // models in both orders, -0.8 to +1.8 at B = 128-256, where most segments are wider; on 88 SMs +2.7 to +6.6 at
+      // B = 16-32 and level at B = 64, which runs near the copy bandwidth there; on all 132 SMs, bound by the copy
+      // bandwidth, level within 0.7 (bench/results/2026-12-06-h100-paired-on-80-sms.md).
       {Arch::sm_90a,
        ComputePath::fast,
        Recipe::w4a8_mx,
