@@ -39,10 +39,10 @@ MOEJIT_HD constexpr bool path_split_rows(int path) {
 }
 // Paired split rows (GEMM1 wherever a segment has at most kPairedRows rows: the planner pairs up to the atom's
 // paired_short_max_batch, B <= 64, and at any B where MoeCodegenOptions::paired_rows asks;
-// MoeLaunchPlan::paired_rows): token r's large row at column 2r and
-// its small row at 2r + 1 of one 8-column tile. One wgmma of 8 columns then covers both (not one of 16), and a thread's
-// two columns are one token's: it adds them and scales the sum once, half the FP32 promotion of 16 columns. A column's
-// K32 sum holds its own products only, and the FP32 operations are the 16-column split's, in its order.
+// MoeLaunchPlan::paired_rows): token r's large row at column 2r and its small row at 2r + 1 of one 8-column tile.
+// One wgmma of 8 columns then covers both (not one of 16), and a thread's two columns are one token's: it adds them
+// and scales the sum once, half the FP32 promotion of 16 columns. A column's K32 sum holds its own products only,
+// and the FP32 operations are the 16-column split's, in its order.
 constexpr int kPairedRows = 4;
 // The compute kernel's kPaired: no pairing; every GEMM1 segment paired (B <= kPairedRows: its token tiles hold
 // kPairedRows rows, so a token routed to one expert more than once makes more tiles, never a wider segment); or
