@@ -8,7 +8,9 @@
 // the registers each configuration leaves a thread? Rows 28-33 run the unit
 // schedule's step owners (AtomSm90Fp8::kloop_owned) the same way: can their
 // loops stream B = 1's weights, whatever else holds the layer back? Row 34:
-// GEMM1's paired rows (mainloop_paired), three warpgroups of two tiles.
+// GEMM1's paired rows (mainloop_paired), three warpgroups of two tiles. Rows
+// 35-39: the layer's loops without the activation scale in the promotion, the
+// ceiling of staging activations in one scale frame per token.
 //
 //   built as build/release/bench/moejit_kloop_probe (bench/CMakeLists.txt), or by hand:
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I templates -o kloop_probe bench/kloop_probe.cu
@@ -110,7 +112,7 @@ __device__ void cycle_stages(const Ring& ring, int steps) {
   }
 }
 
-template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved, int kJ, bool kPaired>
+template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved, int kJ, bool kPaired, bool kTokenFrame>
 __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps, float* sink) {
   using L = ProbeLayout<G, T, N, kInterleaved>;
   using Ring = typename L::Ring;
@@ -149,7 +151,7 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
     else
       Atom::template mainloop<N, T>(acc, mine, strided, steps / G);
   } else {
-    Atom::template kloop<N, T, kSplit, kJ, kPaired>(acc, ring, cur, steps);
+    Atom::template kloop<N, T, kSplit, kJ, kPaired, kTokenFrame>(acc, ring, cur, steps);
   }
   float sum = 0.0f;
 #pragma unroll
@@ -243,10 +245,10 @@ double median_seconds(Launch launch) {
 }
 
 template <int G, int T, int N, bool kSplit, int kRegs, bool kInterleaved = false,
-          int kJ = AtomSm90Fp8<false>::k32_per_wait<N, T, kSplit>(), bool kPaired = false>
+          int kJ = AtomSm90Fp8<false>::k32_per_wait<N, T, kSplit>(), bool kPaired = false, bool kTokenFrame = false>
 Row run(int sms, double clock_ghz, float* sink) {
   using L = ProbeLayout<G, T, N, kInterleaved>;
-  auto kernel = probe<G, T, N, kSplit, kRegs, kInterleaved, kJ, kPaired>;
+  auto kernel = probe<G, T, N, kSplit, kRegs, kInterleaved, kJ, kPaired, kTokenFrame>;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
   cudaFuncAttributes attr{};
   CHECK(cudaFuncGetAttributes(&attr, kernel));
@@ -255,9 +257,9 @@ Row run(int sms, double clock_ghz, float* sink) {
   const int tiles = kInterleaved ? T : G * T;  // per stage
   const double weights = double(sms) * steps * tiles * 64 * 128;
   const double bytes = double(sms) * steps * tiles * contract::kWeightStepBytes;
-  return {kPaired  ? "gemm1-paired"
-          : kSplit ? "gemm1-split"
-                   : "gemm2",
+  return {kPaired  ? (kTokenFrame ? "gemm1-pair-tf" : "gemm1-paired")
+          : kSplit ? (kTokenFrame ? "gemm1-split-tf" : "gemm1-split")
+                   : (kTokenFrame ? "gemm2-tf" : "gemm2"),
           kJ,
           N,
           G,
@@ -354,6 +356,16 @@ int main(int argc, char** argv) {
   // segments of --paired-rows on), beside rows 23 (split, N = 8) and 2 (GEMM2, N = 8), the same layout.
   if (only < 0 || only == 34)
     print(run<3, 2, 8, true, 0, false, AtomSm90Fp8<false>::k32_per_wait<8, 2, true>(), true>(sms, ghz, sink));
+  // Rows 35-39 ("-tf"): rows 25, 23, 34, 21 and 2 with the promotion of activations staged in one frame per
+  // token (kloop's kTokenFrame: acc += part * 2^(s_w - 127), no activation scale, no scale product): how much
+  // faster the consumers would eat weights if the dispatch role (GEMM1) or the GEMM1 epilogue (GEMM2) shifted
+  // each K32 block's E4M3 codes by its scale's distance to the token's largest. Not the operator's sums.
+  if (only < 0 || only == 35) print(run<3, 2, 16, true, 0, false, 1, false, true>(sms, ghz, sink));
+  if (only < 0 || only == 36) print(run<3, 2, 8, true, 0, false, 2, false, true>(sms, ghz, sink));
+  if (only < 0 || only == 37)
+    print(run<3, 2, 8, true, 0, false, AtomSm90Fp8<false>::k32_per_wait<8, 2, true>(), true, true>(sms, ghz, sink));
+  if (only < 0 || only == 38) print(run<3, 2, 16, false, 0, false, 2, false, true>(sms, ghz, sink));
+  if (only < 0 || only == 39) print(run<3, 2, 8, false, 0, false, 2, false, true>(sms, ghz, sink));
 
   return 0;
 }

@@ -144,8 +144,10 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
     template <class Acc>
     __device__ void operator()(int, Acc&) const {}
   };
-  template <int N, int T, bool kSplit, int kJ = k32_per_wait<N, T, kSplit>(), bool kPaired = false, class Ring,
-            class Cursor, class StepEnd = NoStepEnd>
+  // kTokenFrame (bench/kloop_probe.cu only, its sums are not the operator's): the promotion without the
+  // activation scale, acc += part * 2^(s_w - 127): the K-loop of activations staged in one frame per token.
+  template <int N, int T, bool kSplit, int kJ = k32_per_wait<N, T, kSplit>(), bool kPaired = false,
+            bool kTokenFrame = false, class Ring, class Cursor, class StepEnd = NoStepEnd>
   __device__ static void kloop(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps,
                                StepEnd step_end = {}) {
     static_assert(kJ == 1 || kJ == 2 || kJ == 4, "a step's four K32 blocks in equal groups");
@@ -196,7 +198,10 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
           release_stage(ring, s_now, lane);
           if (!kPrefetch) op.load(ring, s);
         }
-        scale_group<N, T, kSplit, kJ, kPaired>(acc, part, now, h);
+        if constexpr (kTokenFrame)
+          scale_group<N, T, kSplit, kJ, kPaired>(acc, part, WeightScalesOnly<decltype(now)>{now}, h);
+        else
+          scale_group<N, T, kSplit, kJ, kPaired>(acc, part, now, h);
       }
       step_end(k, acc);
     }

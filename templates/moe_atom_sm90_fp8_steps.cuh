@@ -37,6 +37,19 @@ struct StepScales {
     return J == 0 ? x[c].x : J == 1 ? x[c].y : J == 2 ? x[c].z : x[c].w;
   }
 };
+// A step's scales with every activation scale read as 1 (AtomSm90Fp8::kloop's kTokenFrame).
+template <class Scales>
+struct WeightScalesOnly {
+  const Scales& s;
+  template <int J>
+  __device__ float wv(int u, int h) const {
+    return s.template wv<J>(u, h);
+  }
+  template <int J>
+  __device__ float xv(int) const {
+    return 1.0f;
+  }
+};
 // The same decoded by the decoder warp (StageRing::kDecoded): four FP32 scales a row or column.
 template <int N, int T, bool kSubnormal>
 struct StepScales<N, T, true, kSubnormal> {
