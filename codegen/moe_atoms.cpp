@@ -53,6 +53,10 @@ const std::vector<AtomTraits>& all_atoms() {
       // models in both orders, -0.8 to +1.8 at B = 128-256, where most segments are wider; on 88 SMs +2.7 to +6.6 at
       // B = 16-32 and level at B = 64, which runs near the copy bandwidth there; on all 132 SMs, bound by the copy
       // bandwidth, level within 0.7 (bench/results/2026-12-06-h100-paired-on-80-sms.md).
+      // GEMM1's rows in one scale frame per token from B = 9 (the 16-column tiles): on 80 SMs of an H100, means of
+      // both orders, GLM5.2 +0.8 / +1.8 / +2.6 / +7.6 / +7.8 points at B = 16 / 32 / 64 / 128 / 256, DSV4.1-Flash
+      // +0.6 / +0.1 / -0.4 / +3.3 / +3.3; on all 132 SMs at B = 1-8 (one order) -1.6 to 0, its dispatch role
+      // (a CTA a token, the row's maximum first) 0.2-0.8 us longer (bench/results/2026-12-06-h100-token-frame.md).
       {Arch::sm_90a,
        ComputePath::fast,
        Recipe::w4a8_mx,
@@ -75,7 +79,8 @@ const std::vector<AtomTraits>& all_atoms() {
        5,
        2,
        0.9,
-       64},
+       64,
+       9},
       // Three CTAs of one warpgroup: the BF16 mma.sync loop is issue-bound and more warps hide its latency;
       // 96 registers a thread hold a 16-column tile (32 spills).
       // PDL between the roles up to B = 2: in two rounds against the same kernels without it, B = 1 and 2 ran

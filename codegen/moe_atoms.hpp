@@ -82,6 +82,9 @@ struct AtomTraits {
   // segments of at most contract::kPairedRows rows inside the wider token tiles (MoeLaunchPlan::paired_rows);
   // 0: never. Measured; only split-row atoms pair.
   int paired_short_max_batch = 0;
+  // From this B the planner stages GEMM1's rows in one scale frame per token (MoeLaunchPlan::token_frame) where
+  // the weights allow; 0: never. Measured; only split-row atoms have the frame.
+  int token_frame_min_batch = 0;
 };
 
 // The atom for (target, path, recipe); nullptr when the target has no such path.

@@ -62,6 +62,7 @@ std::optional<KernelSpec> moe_dispatch_spec(const MoeConfig& config, const MoeLa
   s.constants.emplace_back("kImage", contract::path_fp8_rows(plan.contract_path) ? 0 : 1);
   s.constants.emplace_back("kRanks", d.ranks);
   s.constants.emplace_back("kEp", plan.ep.mode);  // contract::EpMode
+  s.constants.emplace_back("kFrame", plan.token_frame ? 1 : 0);
   s.params = {
       {"x_q", ParamType::ptr, "const moejit::u8*"},
       {"x_scales", ParamType::ptr, "const moejit::u8*"},
@@ -105,7 +106,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                  {"kPaired", !plan.paired_rows                                         ? contract::kPairedNone
                              : plan.batch <= contract::kPairedRows && plan.tile_n == 8 ? contract::kPairedAll
                                                                                        : contract::kPairedShort},
-                 {"kActWarps", plan.activation_warps}};
+                 {"kActWarps", plan.activation_warps},
+                 {"kTokenFrame", plan.token_frame ? 1 : 0}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";

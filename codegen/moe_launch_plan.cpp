@@ -160,7 +160,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   plan_schedule(p, config, batch, device, options, atom);
   plan_pdl(p, config, batch, atom);
   plan_items(p, config, batch, atom);
-  plan_weight_scales(p, options, atom);
+  plan_weight_scales(p, config, batch, options, atom);
   // Expert parallelism's decisions; a dispatch split leaves SMs out of the compute grid.
   p.ep = plan_ep(config, batch, device.sm_count, options, p.notes);
   plan_compute(p, config, batch, device, options, atom);
@@ -206,6 +206,7 @@ void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
        {"decoded_scales", p.decoded_scales},
        {"activation_warps", p.activation_warps},
        {"subnormal_weight_scales", p.subnormal_weight_scales},
+       {"token_frame", p.token_frame},
        {"ep", {{"mode", p.ep.mode}, {"modes", ep_mode_names(p.ep.mode)}, {"dispatch_sms", p.ep.dispatch_sms}}},
        {"dispatch", p.dispatch},
        {"compute", p.compute},

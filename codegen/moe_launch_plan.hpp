@@ -62,6 +62,13 @@ struct MoeCodegenOptions {
   // 0.0: exact, as every value such a scale multiplies is zero. A layer sets it from its weights
   // (the transform kernel, or pack_weights); off, the kernels are those of a checkpoint without such blocks.
   bool subnormal_weight_scales = false;
+  // The weights hold a UE8M0 scale code above contract::kFrameMaxWeightScaleCode, whose products the token
+  // frame's FP32 sums could overflow (MoeLaunchPlan::token_frame). A layer sets it from its weights' largest
+  // code (the transform kernel, or pack_weights' top_scale_code).
+  bool wide_weight_scales = false;
+  // GEMM1's rows in one scale frame per token (MoeLaunchPlan::token_frame): on, off, or unset: as planned.
+  // An A/B knob.
+  std::optional<bool> token_frame;
   // Expert parallelism (R > 1), overriding the plan (unset: as planned): the contract::EpMode bits, and the
   // SMs left to the dispatch role (MOEJIT_DISPATCH_SMS sets it when unset here; 0: it shares the compute's).
   std::optional<int> ep_mode;
@@ -117,6 +124,11 @@ struct MoeLaunchPlan {
   // The fast atom's K-loop decodes weight scale code 0 as 2^-127 (MoeCodegenOptions::subnormal_weight_scales);
   // false on the other atoms, which do not read the codes in their loops this way.
   bool subnormal_weight_scales = false;
+  // GEMM1's rows in one scale frame per token (contract::kFrameMaxWeightScaleCode, docs/numerics.md): the
+  // dispatch role shifts each block's E4M3 codes to the token's largest scale, the fast atom's GEMM1 promotion
+  // drops the activation scale (two FP32 operations a value, not three), and the GEMM1 epilogue multiplies the
+  // frame in.
+  bool token_frame = false;
   EpPlan ep;
   RolePlan dispatch, compute, finalize;
   std::int64_t workspace_bytes = 0;  // per stream

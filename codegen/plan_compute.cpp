@@ -54,7 +54,8 @@ void plan_items(MoeLaunchPlan& p, const MoeConfig& config, int batch, const Atom
                     E, batch));
 }
 
-void plan_weight_scales(MoeLaunchPlan& p, const MoeCodegenOptions& options, const AtomTraits& atom) {
+void plan_weight_scales(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
+                        const AtomTraits& atom) {
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
   p.decoded_scales = options.decoded_scales;
   if (p.decoded_scales && p.contract_path != contract::kPathSm90Fp8)
@@ -72,6 +73,42 @@ void plan_weight_scales(MoeLaunchPlan& p, const MoeCodegenOptions& options, cons
     note(
         "decoded scales: a third non-consumer warp turns each stage's UE8M0 scale words into FP32 for the "
         "consumers (set by the options)");
+  plan_token_frame(p, config, batch, options, atom);
+}
+
+// The token frame: where the dispatch role stages split rows for the fast atom on one GPU, for weights whose
+// scale codes keep its FP32 sums finite and normal, from the atom's measured token_frame_min_batch.
+void plan_token_frame(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
+                      const AtomTraits& atom) {
+  auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };
+  const char* why_not = p.contract_path != contract::kPathSm90Fp8 ? "the atom stages no split rows"
+                        : config.ranks != 1                       ? "expert parallelism stages rows per MX block"
+                        : options.subnormal_weight_scales         ? "the weights hold nonzero blocks of scale code 0"
+                        : options.wide_weight_scales
+                            ? "the weights hold a scale code above contract::kFrameMaxWeightScaleCode"
+                            : nullptr;
+  if (options.token_frame == true && why_not)
+    throw ConfigError("token_frame",
+                      fmt::format("token_frame = on is invalid here: {} (allowed: off, or as planned)", why_not));
+  const bool planned = atom.token_frame_min_batch > 0 && batch >= atom.token_frame_min_batch;
+  p.token_frame = !why_not && (options.token_frame == true || (planned && options.token_frame != false));
+  if (p.contract_path != contract::kPathSm90Fp8) return;
+  if (p.token_frame)
+    note(fmt::format(
+        "activation frame: token ({}): GEMM1's rows in one scale frame per token, each block's codes shifted to "
+        "the token's largest scale code, so the GEMM1 promotion multiplies by the weight scale alone (two FP32 "
+        "operations a value, not three); the GEMM1 epilogue multiplies the frame in",
+        options.token_frame ? std::string("set by the options")
+                            : fmt::format("B >= {}, the {} atom's measured range; --token-frame off keeps the MX "
+                                          "blocks",
+                                          atom.token_frame_min_batch, atom.name)));
+  else
+    note(fmt::format("activation frame: MX block ({})", why_not ? std::string(why_not)
+                                                        : options.token_frame == false
+                                                            ? std::string("token_frame = off set by the options")
+                                                            : fmt::format("B < {}, where the token frame measured no "
+                                                                          "faster; --token-frame on sets it",
+                                                                          atom.token_frame_min_batch)));
 }
 
 void plan_compute(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,

@@ -51,7 +51,9 @@ void plan_dispatch(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
     note(fmt::format("dispatch: copies the BF16 x{}{} ({} threads x {} CTAs)", pad_note, ep_note, k_dispatch_threads,
                      p.dispatch.grid));
   } else if (options.input_bf16 || image || split || padded || ep) {
-    const std::int64_t work = std::int64_t{batch} * H / (image ? 16 : 32);
+    // A thread per 32-element block (16 for the image); the token frame's CTA per token, its maximum first.
+    const std::int64_t work =
+        p.token_frame ? std::int64_t{batch} * k_dispatch_threads : std::int64_t{batch} * H / (image ? 16 : 32);
     p.dispatch = {true,
                   std::min(ceil_div(work, k_dispatch_threads), k_streaming_ctas_per_sm * dispatch_sms),
                   k_dispatch_threads,
@@ -62,7 +64,8 @@ void plan_dispatch(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                        : image            ? "writes the BF16 image of x"
                        : split            ? "splits the MXFP8 x"
                                           : "copies the MXFP8 x";
-    note(fmt::format("dispatch: {}{}{}{} ({} threads x {} CTAs)", what,
+    note(fmt::format("dispatch: {}{}{}{}{} ({} threads x {} CTAs)", what,
+                     p.token_frame ? ", shifts each token's blocks to its largest scale (a CTA a token)" : "",
                      split ? " into its large and small elements (exact FP8 sums of GEMM1's large products)" : "",
                      pad_note, ep_note, k_dispatch_threads, p.dispatch.grid));
   } else {

@@ -36,7 +36,10 @@ void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
 // The compute items' 64-row tiles (halved until a token tile's last item is one the role runs).
 void plan_items(MoeLaunchPlan& p, const MoeConfig& config, int batch, const AtomTraits& atom);
 // Decoded scales (a decoder warp) and how the K-loop reads weight scale code 0.
-void plan_weight_scales(MoeLaunchPlan& p, const MoeCodegenOptions& options, const AtomTraits& atom);
+void plan_weight_scales(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
+                        const AtomTraits& atom);
+void plan_token_frame(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
+                      const AtomTraits& atom);
 // The compute grid: CTAs per SM, the deepest ring that fits them, the activation warps and the register cap
 // (after expert parallelism's plan, whose dispatch split leaves SMs out of the grid).
 void plan_compute(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,

@@ -243,12 +243,16 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
       MOEJIT_CU(cuMemcpyDtoH, gq.data(), ws + l.x_q, gq.size());
       MOEJIT_CU(cuMemcpyDtoH, gs.data(), ws + l.x_scales, gs.size());
       if (split) MOEJIT_CU(cuMemcpyDtoH, small.data(), ws + l.x_small, small.size());
-      for (int t = 0; t < tokens; ++t)
+      // The token frame: every block of a row in its largest scale (mx::e4m3_in_frame), every scale byte that one.
+      const bool frame = layer->plan(tokens).token_frame;
+      for (int t = 0; t < tokens; ++t) {
+        const std::uint8_t* scales = xq.scales.data() + std::size_t(t) * (H / 32);
+        const int top = frame ? *std::max_element(scales, scales + H / 32) : 0;
         for (int k = 0; k < hp; ++k) {
           const std::size_t at = std::size_t(t) * hp + k;
-          const std::uint8_t code = k < H ? xq.elements[std::size_t(t) * H + k] : 0;
-          if (k % 32 == 0)
-            res.x_quantization_matches &= gs[at / 32] == (k < H ? xq.scales[(std::size_t(t) * H + k) / 32] : 0);
+          std::uint8_t code = k < H ? xq.elements[std::size_t(t) * H + k] : 0;
+          if (frame && k < H) code = mx::e4m3_in_frame(code, top - scales[k / 32]);
+          if (k % 32 == 0) res.x_quantization_matches &= gs[at / 32] == (frame ? top : k < H ? scales[k / 32] : 0);
           if (!split) {
             res.x_quantization_matches &= gq[at] == code;
             continue;
@@ -256,6 +260,7 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
           const bool large = (code & 0x7F) >= contract::kSplitCode;
           res.x_quantization_matches &= gq[at] == (large ? code : 0) && small[at] == (large ? 0 : code);
         }
+      }
     }
     // Two forwards ran on this workspace since it was created: the header epoch counts them.
     contract::MoeHeader header{};

@@ -55,6 +55,10 @@ std::uint8_t e4m3_encode(double v) {
   return static_cast<std::uint8_t>(sign | ((e + 7) << 3) | m);
 }
 
+std::uint8_t e4m3_in_frame(std::uint8_t byte, int delta) {
+  return delta == 0 ? byte : e4m3_encode(e4m3_value(byte) * std::ldexp(1.0, -delta));
+}
+
 std::uint8_t e2m1_encode(double v) {
   const double r = round_minifloat(v, 1, 0, 6.0);
   const std::uint8_t sign = std::signbit(r) ? 8 : 0;

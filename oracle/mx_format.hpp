@@ -22,6 +22,11 @@ std::uint8_t e2m1_encode(double v);
 // 2^(floor(log2(amax)) - elem_emax), clamped to [0, 254]; amax 0 -> code 0.
 std::uint8_t block_scale_code(double amax, int elem_emax);
 
+// The token frame (codegen::MoeLaunchPlan::token_frame): an E4M3 element of a block whose scale code is
+// `delta` below its row's largest, in that largest scale: e4m3_encode(e4m3_value(byte) * 2^-delta) (exact while
+// the value stays an E4M3 normal, rounded to nearest even below).
+std::uint8_t e4m3_in_frame(std::uint8_t byte, int delta);
+
 std::uint16_t bf16_bits(double v);  // round to nearest even, from double directly
 double bf16_value(std::uint16_t bits);
 inline double round_bf16(double v) {

@@ -106,6 +106,7 @@ void MoeLayer::pack_weights(const CheckpointWeightsDevice& weights) {
   download_on(setup_stream_, flags, status.ptr(), 8);
   const int top_code = flags[0];
   if (flags[1]) options_.codegen.subnormal_weight_scales = true;
+  if (top_code > contract::kFrameMaxWeightScaleCode) options_.codegen.wide_weight_scales = true;
   if (top_code > atom_->max_weight_scale_code)
     throw InvalidInput(
         "weight scales",
@@ -137,6 +138,7 @@ void MoeLayer::adopt_packed(const PackedWeightsDevice& packed) {
   w1_ptr_ = packed.w1;
   w2_ptr_ = packed.w2;
   if (packed.subnormal_weight_scales) options_.codegen.subnormal_weight_scales = true;
+  if (packed.top_scale_code > contract::kFrameMaxWeightScaleCode) options_.codegen.wide_weight_scales = true;
 }
 
 void MoeLayer::adopt_biases(CUdeviceptr b1, CUdeviceptr b2, const char* owner) {

@@ -52,6 +52,7 @@ struct AtomSm120 {
   static constexpr int kPath = contract::kPathSm120;
   static constexpr float kAccScale = 1.0f;
   static constexpr bool kBf16Handoff = false;      // the GEMM1 handoff is MXFP8 (the w4a8-mx recipe)
+  static constexpr bool kTokenFrame = false;       // GEMM1's rows in MX blocks (AtomSm90Fp8's kFrame)
   static constexpr bool kF32ScaleRecords = false;  // its MMA takes the UE8M0 bytes
   static constexpr int kStepCost[2][4] = {{1, 1, 1, 1}, {1, 1, 1, 1}};  // steps count alike (moe_schedule.cuh)
 

@@ -58,6 +58,7 @@ struct AtomSm90Bf16 {
   // The GEMM1 handoff: the BF16 image of the MXFP8-requantized activation (the
   // w4a8-mx recipe), or, with kBf16Handoff, the activation rounded to BF16.
   static constexpr bool kBf16Handoff = false;
+  static constexpr bool kTokenFrame = false;  // GEMM1's rows in MX blocks (AtomSm90Fp8's kFrame)
   static constexpr bool kF32ScaleRecords = false;
   // A K128 step's cost by token tile class (moe_schedule.cuh): not measured
   // per N for this atom yet, so its steps count alike.
@@ -126,6 +127,7 @@ struct AtomSm90Bf16 {
 // (no MXFP8 anywhere), and the GEMM1 handoff is the activation in BF16.
 struct AtomSm90Bf16W4A16 : AtomSm90Bf16 {
   static constexpr bool kBf16Handoff = true;
+  static constexpr bool kTokenFrame = false;  // GEMM1's rows in MX blocks (AtomSm90Fp8's kFrame)
   static constexpr bool kF32ScaleRecords = false;
 };
 

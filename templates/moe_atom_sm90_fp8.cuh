@@ -31,13 +31,18 @@ namespace moejit {
 
 // kSubnormalScales: whether a weight scale of UE8M0 code 0 is decoded as its
 // 2^-127 (weights holding code-0 blocks with nonzero values) or as 0.0, one
-// integer operation a scale fewer (ue8m0_byte_value).
-template <bool kSubnormalScales>
+// integer operation a scale fewer (ue8m0_byte_value). kFrame: GEMM1's rows
+// come in one scale frame per token (the dispatch role's moe_frame_rows), so
+// its promotion is acc += (large + small) * 2^(s_w - 127), two operations a
+// value instead of three, and the GEMM1 epilogue multiplies each token's frame
+// in once (kTokenFrame).
+template <bool kSubnormalScales, bool kFrame = false>
 struct AtomSm90Fp8 : Sm90Fp8StepMath {
   static constexpr int kPath = contract::kPathSm90Fp8;
   // The E4M3 placement reads as E2M1 * 2^-6: the accumulator is 2^-6 of the sum.
   static constexpr float kAccScale = 64.0f;
   static constexpr bool kBf16Handoff = false;  // the GEMM1 handoff is MXFP8 (the w4a8-mx recipe)
+  static constexpr bool kTokenFrame = kFrame;
   // A staged activation scale record holds its four K32 blocks' 2^(code - 127)
   // as FP32, decoded once where it is written (the GEMM1 epilogue's handoff,
   // the activation producer for the caller's words), not in every consumer's loop.
@@ -105,13 +110,13 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
   // separate until they are added in FP32 before the scale.
   template <int N, int T, class Ring, class Cursor>
   __device__ static void mainloop_split(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps) {
-    kloop<N, T, true>(acc, ring, cur, steps);
+    kloop<N, T, true, k32_per_wait<N, T, true>(), false, kFrame>(acc, ring, cur, steps);
   }
   // mainloop_split on paired rows (contract::kPairedRows: token r's large row at column 2r, its small row at
   // 2r + 1): one wgmma of 8 columns a K32 block; the sums come back in the 8-column layout.
   template <int T, class Ring, class Cursor>
   __device__ static void mainloop_paired(float (&acc)[T][4], const Ring& ring, Cursor& cur, int steps) {
-    kloop<8, T, true, k32_per_wait<8, T, true>(), true>(acc, ring, cur, steps);
+    kloop<8, T, true, k32_per_wait<8, T, true>(), true, kFrame>(acc, ring, cur, steps);
   }
   // mainloop over `steps` one-step items (the unit schedule's GEMM2: each 64-row tile needs one K128 block):
   // after each step, item_done(step, acc) takes its sums and leaves acc zeroed. One loop, so the next step's
@@ -144,8 +149,9 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
     template <class Acc>
     __device__ void operator()(int, Acc&) const {}
   };
-  // kTokenFrame (bench/kloop_probe.cu only, its sums are not the operator's): the promotion without the
-  // activation scale, acc += part * 2^(s_w - 127): the K-loop of activations staged in one frame per token.
+  // kTokenFrame: the promotion without the activation scale, acc += part * 2^(s_w - 127), for GEMM1's rows in
+  // one frame per token (kFrame; bench/kloop_probe.cu also runs GEMM2's loops so, whose sums are then not the
+  // operator's).
   template <int N, int T, bool kSplit, int kJ = k32_per_wait<N, T, kSplit>(), bool kPaired = false,
             bool kTokenFrame = false, class Ring, class Cursor, class StepEnd = NoStepEnd>
   __device__ static void kloop(float (&acc)[T][N / 2], const Ring& ring, Cursor& cur, int steps,
@@ -282,7 +288,10 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
 #pragma unroll
             for (int j = 0; j < kJ; ++j) fence_operands(part[u][j]);
           if (last && pass == 1) release_stage(ring, s_now, lane);
-          scale_group<N, T, /*kSplit: paired rows are split rows*/ kPaired, kJ, kPaired>(acc[pass], part, now, h);
+          if constexpr (kFrame && kPaired)
+            scale_group<N, T, true, kJ, true>(acc[pass], part, WeightScalesOnly<decltype(now)>{now}, h);
+          else
+            scale_group<N, T, /*kSplit: paired rows are split rows*/ kPaired, kJ, kPaired>(acc[pass], part, now, h);
         }
       }
       step_end(ko, acc);

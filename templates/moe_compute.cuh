@@ -185,6 +185,12 @@ struct ComputeRole {
   static_assert(contract::path_cost_weighted(kPath) == !uniform_step_cost<Atom>(),
                 "the SMEM layout holds the share table exactly when the atom's step costs differ");
 
+  // GEMM1's sums come out of the K-loop in each token's frame (the atom's kTokenFrame): not another branch in
+  // kernels without one.
+  __device__ static bool frame_sums(const Segment& sg) {
+    if constexpr (Atom::kTokenFrame) return sg.phase == 0;
+    return false;
+  }
   __device__ static int token_of(int route) {
     return kShared && route >= kSharedRoute0 ? route - kSharedRoute0 : route / kTopK;
   }
@@ -365,15 +371,15 @@ namespace moejit {
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
   ComputeRole<ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid,
-                            kActivation, kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0>, kRanks, kEp, kSchedule,
-                            kPaired, kActWarps>>::run(p);
+                            kActivation, kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0, kTokenFrame != 0>,
+                            kRanks, kEp, kSchedule, kPaired, kActWarps>>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<
       ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
@@ -381,7 +387,7 @@ __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
   ComputeRole<
       ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
@@ -390,7 +396,7 @@ __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
   ComputeRole<
       ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,

@@ -100,10 +100,22 @@ __device__ void ComputeRole<Config>::segment(const ComputeParams& p, const Ring&
     if (sg.k0 > 0) return;  // a later piece: its owner finishes the item
   }
   if (idle) return trace_segment_done(p, sg.phase);
+  if (frame_sums(sg)) {
+    // GEMM1's sums are in each token's frame (moe_frame_rows), which every scale byte of its row holds.
+    float frame[N / 4];
 #pragma unroll
-  for (int u = 0; u < kT; ++u)
+    for (int c = 0; c < N / 4; ++c)
+      frame[c] = route[c] < 0 ? 0.0f : ue8m0_byte_value<0>(p.x_scales[u64(token_of(route[c])) * (kHidden / 128)]);
 #pragma unroll
-    for (int i = 0; i < N / 2; ++i) acc[u][i] *= Atom::kAccScale;
+    for (int u = 0; u < kT; ++u)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) acc[u][i] = acc[u][i] * Atom::kAccScale * frame[2 * (i / 4) + i % 2];
+  } else {
+#pragma unroll
+    for (int u = 0; u < kT; ++u)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) acc[u][i] *= Atom::kAccScale;
+  }
   // A unit's GEMM2 is one K block of the route row: the first block's partial carries the bias. With three GEMM1
   // loops (short segments paired in 16-column tiles) the expert is read again from the tables: held across the
   // K-loops for the biases alone, it spilled there (DSV4.1-Flash).

@@ -56,6 +56,11 @@ constexpr int kPairedNone = 0, kPairedAll = 1, kPairedShort = 2;
 // bits of the largest. x_q that is not MX-normalized stays correct (the rows
 // still sum to x), only less precise.
 constexpr int kSplitOctaves = 4;
+// The token frame (MoeLaunchPlan::token_frame) sums GEMM1's K32 partials times the weight scale alone, the
+// activations' frame multiplied in after the K loop. A frame's elements are at most 448 < 2^8.8 and the E4M3
+// weights 6 * 2^-6, so over K <= 65536 the sums stay under 2^(c - 127 + 22.4) for weight scale codes up to c:
+// finite up to c = 232; weights with a larger code keep the MX blocks.
+constexpr int kFrameMaxWeightScaleCode = 230;
 constexpr unsigned kSplitCode = 0x78u - 8u * kSplitOctaves;
 
 // Compute role: an item is `tiles` 64-row weight tiles; `groups` consumer

@@ -106,6 +106,95 @@ __device__ void moe_pad_bf16_rows(u16* __restrict__ x_bf16, const u16* __restric
   }
 }
 
+// A 32-element block of BF16 row elements, as 16 words of two.
+__device__ __forceinline__ void load_bf16_block(const u16* src, u32 (&w)[16]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 v = reinterpret_cast<const uint4*>(src)[i];
+    w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+  }
+}
+__device__ __forceinline__ float bf16_block_amax(const u32 (&w)[16]) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i)
+    amax = fmaxf(amax, fmaxf(fabsf(bf16_to_float(w[i] & 0xFFFFu)), fabsf(bf16_to_float(w[i] >> 16))));
+  return amax;
+}
+// Its E4M3 codes at the block's scale code (RNE, saturating), two elements a half word.
+__device__ __forceinline__ void e4m3_block(const u32 (&w)[16], u32 code, u32 (&q)[8]) {
+  const float inv_scale = exact_pow2(127 - int(code));
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const u32 pair = float2_to_e4m3x2(bf16_to_float(w[i] & 0xFFFFu) * inv_scale, bf16_to_float(w[i] >> 16) * inv_scale);
+    q[i / 2] = (i % 2) ? (q[i / 2] | (pair << 16)) : pair;
+  }
+}
+
+// The token frame (MoeLaunchPlan::token_frame): each token's row in one scale
+// frame, the largest of its blocks' MX scale codes, so GEMM1's promotion has
+// no activation scale to multiply in (AtomSm90Fp8's kFrame; the GEMM1
+// epilogue multiplies the frame in once). A block's MX codes are shifted down
+// by its code's distance to the frame: exact while a code stays an E4M3
+// normal, rounded to nearest even on the E4M3 subnormal grid below that
+// (docs/numerics.md); then split as ever. Every scale byte of the row is the
+// frame's. One CTA a token: the frame is the row's maximum.
+__device__ __forceinline__ void shift_codes(u32 (&q)[8], u32 delta) {
+  if (delta == 0u) return;
+  // 448 * 2^-20 is below half the smallest subnormal (2^-10): further shifts round to zero as well.
+  const float f = exact_pow2(-int(delta < 20u ? delta : 20u));
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const u32 c = q[i];
+    const u32 lo = float2_to_e4m3x2(e4m3_to_float(c & 0xFFu) * f, e4m3_to_float((c >> 8) & 0xFFu) * f);
+    const u32 hi = float2_to_e4m3x2(e4m3_to_float((c >> 16) & 0xFFu) * f, e4m3_to_float(c >> 24) * f);
+    q[i] = lo | (hi << 16);
+  }
+}
+template <int kHidden, int kHiddenIn, int kInputBf16, class Mirror>
+__device__ void moe_frame_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u8* __restrict__ x_scales,
+                               const u16* __restrict__ x, const u8* __restrict__ x_q_in,
+                               const u8* __restrict__ x_scales_in, u32 tokens, Mirror mirror) {
+  constexpr u32 kBlocks = kHidden / 32, kBlocksIn = kHiddenIn / 32;
+  __shared__ u32 s_frame;
+  // A block's MX scale code, and with q its E4M3 codes.
+  auto block = [&](u32 token, u32 kb, u32* q) -> u32 {
+    if constexpr (kInputBf16 != 0) {
+      u32 w[16];
+      load_bf16_block(x + u64(token) * kHiddenIn + kb * 32, w);
+      const u32 code = mx_e4m3_scale_code(bf16_block_amax(w));
+      if (q) e4m3_block(w, code, *reinterpret_cast<u32(*)[8]>(q));
+      return code;
+    } else {
+      if (q) {
+        const uint4* src = reinterpret_cast<const uint4*>(x_q_in + u64(token) * kHiddenIn + kb * 32);
+        const uint4 a = src[0], b = src[1];
+        q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w, q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
+      }
+      return x_scales_in[u64(token) * kBlocksIn + kb];
+    }
+  };
+  for (u32 token = blockIdx.x; token < tokens; token += gridDim.x) {
+    if (threadIdx.x == 0) s_frame = 0u;
+    __syncthreads();
+    u32 top = 0u;
+    for (u32 kb = threadIdx.x; kb < kBlocksIn; kb += blockDim.x) top = max(top, block(token, kb, nullptr));
+    if (top) atomicMax(&s_frame, top);
+    __syncthreads();
+    const u32 frame = s_frame;
+    for (u32 kb = threadIdx.x; kb < kBlocks; kb += blockDim.x) {
+      u32 q[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+      if (kb < kBlocksIn) shift_codes(q, frame - block(token, kb, q));
+      const u64 offset = u64(token) * kHidden + kb * 32;
+      store_codes<1>(x_q, x_small, offset, make_uint4(q[0], q[1], q[2], q[3]));
+      store_codes<1>(x_q, x_small, offset + 16, make_uint4(q[4], q[5], q[6], q[7]));
+      x_scales[u64(token) * kBlocks + kb] = u8(frame);
+      mirror(u64(token) * kBlocks + kb, u8(frame));
+    }
+    __syncthreads();  // every thread has read s_frame before the next token's reset
+  }
+}
+
 // BF16 activations -> MXFP8 (and, with kImage, its BF16 image; with kSplit,
 // split rows): one thread per 32-element block, so the block amax never
 // leaves the thread.
@@ -117,28 +206,17 @@ __device__ void moe_quantize_rows(u8* __restrict__ x_q, u8* __restrict__ x_small
     const u32 token = b / (kHidden / 32), k = (b % (kHidden / 32)) * 32;
     u32 w[16];
     if (k < kHiddenIn) {
-      const uint4* src = reinterpret_cast<const uint4*>(x + u64(token) * kHiddenIn + k);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint4 v = src[i];
-        w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
-      }
+      load_bf16_block(x + u64(token) * kHiddenIn + k, w);
     } else {
 #pragma unroll
       for (int i = 0; i < 16; ++i) w[i] = 0;
     }
-    float amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-      amax = fmaxf(amax, fmaxf(fabsf(bf16_to_float(w[i] & 0xFFFFu)), fabsf(bf16_to_float(w[i] >> 16))));
-    const u32 code = k < kHiddenIn ? mx_e4m3_scale_code(amax) : 0u;
-    const float inv_scale = exact_pow2(127 - int(code));
+    const u32 code = k < kHiddenIn ? mx_e4m3_scale_code(bf16_block_amax(w)) : 0u;
     u32 q[8], img[16];
+    e4m3_block(w, code, q);
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-      const u32 pair =
-          float2_to_e4m3x2(bf16_to_float(w[i] & 0xFFFFu) * inv_scale, bf16_to_float(w[i] >> 16) * inv_scale);
-      q[i / 2] = (i % 2) ? (q[i / 2] | (pair << 16)) : pair;
+      const u32 pair = (q[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
       img[i] = u32(mxfp8_to_bf16(pair & 0xFFu, code)) | (u32(mxfp8_to_bf16(pair >> 8, code)) << 16);
     }
     const u64 offset = u64(token) * kHidden + k;
@@ -247,7 +325,7 @@ __device__ void ep_pull(u8* ws, int tag) {
 // the other ranks' compute roles (moe_ep.cuh), the last CTA's release last;
 // kEp (contract::EpMode) adds the mirror pushes or the pulls.
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
-          int kInputBf16, int kQuantize, int kImage, int kRanks = 1, int kEp = 0>
+          int kInputBf16, int kQuantize, int kImage, int kRanks = 1, int kEp = 0, int kFrame = 0>
 __device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16* x_bf16_in, const i32* topk_ids,
                              const float* topk_weights, u32 tokens, u8* ws) {
   // The compute role may launch now: its weight stream needs nothing from this grid.
@@ -270,7 +348,11 @@ __device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16*
   } else {
     using Mirror = ScaleMirror<kMirror && !kImage, kRanks, l.ep_scales, (long long)kCapacity * (kHidden / 32)>;
     const Mirror to_peers{mirror ? h : nullptr};
-    if (kInputBf16)
+    static_assert(!kFrame || (kSplit && !kImage), "the token frame is the split rows' (the fast path)");
+    if (kFrame)
+      moe_frame_rows<kHidden, kHiddenIn, kInputBf16>(x_q, ws + l.x_small, x_scales, x_bf16_in, x_q_in, x_scales_in,
+                                                     tokens, to_peers);
+    else if (kInputBf16)
       moe_quantize_rows<kHidden, kHiddenIn, kImage, kSplit>(x_q, ws + l.x_small, x_scales, x_bf16, x_bf16_in, tokens,
                                                             to_peers);
     else

@@ -91,7 +91,9 @@ int cmd_run(int argc, char** argv) {
              codegen::path_name(*plan.options.path), plan.atom, plan.tile_n, plan.stages);
   fmt::print("      dispatch {}\n      compute  {}, {} CTA(s)/SM, .maxnreg {}, schedule {}{}\n      finalize {}\n",
              role(plan.dispatch), role(plan.compute), plan.compute.blocks_per_sm, plan.compute.register_cap,
-             codegen::schedule_name(plan.schedule), plan.paired_rows ? ", GEMM1 rows paired" : "", role(plan.finalize));
+             codegen::schedule_name(plan.schedule),
+             std::string(plan.paired_rows ? ", GEMM1 rows paired" : "") + (plan.token_frame ? ", token frame" : ""),
+             role(plan.finalize));
   fmt::print("[2/3] compile\n");
   for (const codegen::KernelSpec& spec : codegen::moe_kernel_specs(model, tokens, profile, layer_options.codegen)) {
     cache::Source source = cache::Source::compiled;

@@ -39,6 +39,11 @@ std::vector<OptionSpec> codegen_option_specs() {
        "on or off: GEMM1's split rows of a token side by side in one 8-column wgmma, in the segments of at most 4 "
        "rows (default: planned, on at B <= 64: 8-column token tiles at B <= 8; the fast path on one GPU)",
        "V"},
+      {"token-frame", true,
+       "on or off: GEMM1's rows in one scale frame per token (each block's E4M3 codes shifted to the token's largest "
+       "scale by the dispatch role), so the GEMM1 promotion multiplies by the weight scale alone (default: planned, "
+       "on for the fast path on one GPU where the weights' scale codes allow; docs/numerics.md)",
+       "V"},
       {"activation-warps", true,
        "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "
        "the warps the CTA leaves free on the schedulers)",
@@ -92,6 +97,11 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
     if (*v != "on" && *v != "off")
       throw UsageError(fmt::format("--paired-rows: '{}' is not one of on, off", excerpt(*v)));
     o.paired_rows = *v == "on";
+  }
+  if (auto v = args.get("token-frame")) {
+    if (*v != "on" && *v != "off")
+      throw UsageError(fmt::format("--token-frame: '{}' is not one of on, off", excerpt(*v)));
+    o.token_frame = *v == "on";
   }
   o.activation_warps = static_cast<int>(args.get_int("activation-warps", 0, 1, contract::kMaxActivationWarps));
   o.decoded_scales = args.has("decoded-scales");

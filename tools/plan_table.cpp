@@ -41,6 +41,8 @@ const std::vector<LaunchRow>& launch_rows() {
       {"item rows (64 x tiles)", [](const codegen::MoeLaunchPlan& p) { return std::to_string(64 * p.tiles); }},
       {"stages", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.stages); }},
       {"GEMM1 rows paired", [](const codegen::MoeLaunchPlan& p) { return std::string(p.paired_rows ? "yes" : "no"); }},
+      {"activation frame",
+       [](const codegen::MoeLaunchPlan& p) { return std::string(p.token_frame ? "token" : "MX block"); }},
       {"schedule", [](const codegen::MoeLaunchPlan& p) { return std::string(codegen::schedule_name(p.schedule)); }},
       {"PDL between roles", [](const codegen::MoeLaunchPlan& p) { return std::string(p.pdl ? "on" : "off"); }},
       {"activation warps", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.activation_warps); }},

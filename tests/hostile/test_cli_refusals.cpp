@@ -91,6 +91,28 @@ TEST_CASE("cli: --paired-rows takes on or off, and on where rows cannot pair is 
   CHECK(test::contains(ok.output, "GEMM1 rows paired in segments of at most 4 rows (set by the options)"));
 }
 
+TEST_CASE("cli: --token-frame takes on or off, and on where it cannot run is a rejected column naming it") {
+  TempDir scratch;
+  auto plan = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200", "--batch", "64"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return test::moejit(scratch, scratch / "c", args);
+  };
+  const test::CliResult r = plan({"--token-frame", "maybe"});
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(test::contains(r.output, "--token-frame: 'maybe' is not one of on, off"));
+  const test::CliResult e = plan({"--path", "exact", "--token-frame", "on"});
+  INFO(e.output);
+  CHECK(e.exit_code == 1);
+  CHECK(test::contains(e.output,
+                       "B = 64 launch rejected: token_frame = on is invalid here: the atom stages no split rows"));
+  const test::CliResult off = plan({"--token-frame", "off"});
+  INFO(off.output);
+  CHECK(off.exit_code == 0);
+  CHECK(test::contains(off.output, "activation frame: MX block (token_frame = off set by the options)"));
+}
+
 TEST_CASE("cli: precompile's batch range is the configuration's token capacity") {
   TempDir scratch;
   const std::string config = scratch / "cap64.json";

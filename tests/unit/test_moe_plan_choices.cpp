@@ -310,6 +310,53 @@ TEST_CASE("GEMM1 runs paired split rows in the segments of at most kPairedRows r
     }
 }
 
+TEST_CASE("the token frame is planned for the fast path on one GPU from B = 9 where the weights' codes allow") {
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  for (const char* model : {"glm5.2", "dsv4.1-flash", "gpt-oss-120b"}) {
+    CAPTURE(model);
+    const codegen::MoeConfig c = codegen::builtin_model(model);
+    codegen::MoeConfig ep = c;
+    ep.ranks = 2;
+    for (const int b : {1, 2, 4, 8, 16, 64, 256}) {
+      CAPTURE(b);
+      for (const bool bf16 : {false, true}) {
+        // Planned from the atom's token_frame_min_batch (9: the 16-column tiles); on sets it at any B.
+        CHECK(codegen::plan_launch(c, b, h200, {.input_bf16 = bf16}).token_frame == (b >= 9));
+        const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200, {.input_bf16 = bf16, .token_frame = true});
+        CHECK(plan.token_frame);
+        // Both role kernels are specialized on it: the dispatch role shifts the rows, the compute role's GEMM1
+        // promotion and epilogue read them so.
+        CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kTokenFrame") == 1);
+        const std::optional<codegen::KernelSpec> dispatch = codegen::moe_dispatch_spec(c, plan);
+        REQUIRE(dispatch);
+        CHECK(constant_of(*dispatch, "kFrame") == 1);
+        CHECK(plan.dispatch.grid == b);  // a CTA a token (B <= the dispatch role's 2 CTAs an SM)
+      }
+      // Off: the MX blocks, in both kernels.
+      const codegen::MoeLaunchPlan off = codegen::plan_launch(c, b, h200, {.token_frame = false});
+      CHECK_FALSE(off.token_frame);
+      CHECK(constant_of(codegen::moe_compute_spec(c, off), "kTokenFrame") == 0);
+      CHECK(constant_of(*codegen::moe_dispatch_spec(c, off), "kFrame") == 0);
+      // Not planned: the exact path (no split rows), expert parallelism, weights with nonzero blocks of scale
+      // code 0 (the K-loop's 2^-127) or a scale code above kFrameMaxWeightScaleCode (the frame's sums could
+      // overflow FP32).
+      CHECK_FALSE(codegen::plan_launch(c, b, h200, {.path = codegen::ComputePath::exact}).token_frame);
+      CHECK_FALSE(codegen::plan_launch(ep, b, h200).token_frame);
+      CHECK_FALSE(codegen::plan_launch(c, b, h200, {.subnormal_weight_scales = true}).token_frame);
+      CHECK_FALSE(codegen::plan_launch(c, b, h200, {.wide_weight_scales = true}).token_frame);
+    }
+    // On where it cannot run is refused, naming the field and why.
+    CHECK_THROWS_WITH_AS(codegen::plan_launch(c, 16, h200, {.wide_weight_scales = true, .token_frame = true}),
+                         "token_frame = on is invalid here: the weights hold a scale code above "
+                         "contract::kFrameMaxWeightScaleCode (allowed: off, or as planned)",
+                         codegen::ConfigError);
+    CHECK_THROWS_AS(codegen::plan_launch(ep, 16, h200, {.token_frame = true}), codegen::ConfigError);
+    CHECK_THROWS_AS(codegen::plan_launch(c, 16, h200, {.path = codegen::ComputePath::exact, .token_frame = true}),
+                    codegen::ConfigError);
+    CHECK(codegen::plan_launch(c, 16, h200, {.token_frame = true}).token_frame);
+  }
+}
+
 TEST_CASE("paired_rows on pairs the short segments of any token tile; off keeps every segment apart") {
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   for (const char* model : {"glm5.2", "dsv4.1-flash"}) {

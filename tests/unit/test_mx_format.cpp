@@ -57,3 +57,28 @@ TEST_CASE("MXFP8 quantization of a block follows the OCP rule") {
     CHECK(mx::e4m3_value(q.elements[i]) * std::ldexp(1.0, -6) ==
           doctest::Approx(v[i]).epsilon(1.0 / 16));  // E4M3 keeps 3 mantissa bits
 }
+
+TEST_CASE("e4m3_in_frame shifts a block's element to its row's largest scale: exact for normals, RNE below") {
+  // Every code and shift: the value times 2^-delta, exactly where that is an E4M3 value (every normal result,
+  // and each subnormal multiple of 2^-9), else the nearest one, ties to even.
+  for (int byte = 0; byte < 256; ++byte) {
+    const double v = mx::e4m3_value(static_cast<std::uint8_t>(byte));
+    if (std::isnan(v)) continue;
+    CHECK(mx::e4m3_in_frame(static_cast<std::uint8_t>(byte), 0) == byte);
+    for (int delta = 1; delta <= 30; ++delta) {
+      CAPTURE(byte);
+      CAPTURE(delta);
+      const std::uint8_t got = mx::e4m3_in_frame(static_cast<std::uint8_t>(byte), delta);
+      const double want = std::ldexp(v, -delta), back = mx::e4m3_value(got);
+      CHECK(std::signbit(back) == std::signbit(v));
+      if (std::fabs(want) >= std::ldexp(1.0, -6) || std::fmod(std::fabs(want), std::ldexp(1.0, -9)) == 0.0)
+        CHECK(back == want);
+      else
+        CHECK(std::fabs(back - want) <= std::ldexp(1.0, -10));  // half the subnormal step
+    }
+  }
+  // A tie goes to the even step: 1.5 * 2^-9 (code 0x3C, 1.5, shifted 9 octaves) is 2^-8, code 2; 0.5 * 2^-9 is 0.
+  CHECK(mx::e4m3_in_frame(0x3C, 9) == 0x02);
+  CHECK(mx::e4m3_in_frame(0x30, 10) == 0x00);
+  CHECK(mx::e4m3_in_frame(0x38, 9) == 0x01);  // 1.0 -> 2^-9, the smallest subnormal
+}
