@@ -77,7 +77,8 @@ void plan_weight_scales(MoeLaunchPlan& p, const MoeConfig& config, int batch, co
 }
 
 // The token frame: where the dispatch role stages split rows for the fast atom on one GPU, for weights whose
-// scale codes keep its FP32 sums finite and normal, from the atom's measured token_frame_min_batch.
+// scale codes keep its FP32 sums finite (contract::kFrameMaxWeightScaleCode), from the atom's measured
+// token_frame_min_batch.
 void plan_token_frame(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
                       const AtomTraits& atom) {
   auto note = [&p](std::string s) { p.notes.push_back(std::move(s)); };

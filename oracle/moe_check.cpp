@@ -124,6 +124,13 @@ RandomInputs random_inputs(const reference::MoeProblem& p, int tokens, RoutingKi
     in.x[i] = static_cast<float>(mx::bf16_value(in.x_bf16[i]));
   }
   in.xq = mx::quantize_mxfp8(in.x, tokens, p.hidden);
+  if (style.zero_block_code >= 0)
+    for (int t = 0; t < tokens; ++t) {
+      std::fill_n(in.xq.elements.begin() + std::size_t(t) * p.hidden, 32, std::uint8_t{0});
+      in.xq.scales[std::size_t(t) * (p.hidden / 32)] = static_cast<std::uint8_t>(style.zero_block_code);
+      for (int k = 0; k < 32; ++k)
+        in.x[std::size_t(t) * p.hidden + k] = 0.0f, in.x_bf16[std::size_t(t) * p.hidden + k] = 0;
+    }
   in.routing = random_routing(p, tokens, kind, rng());
   return in;
 }
@@ -243,15 +250,22 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
       MOEJIT_CU(cuMemcpyDtoH, gq.data(), ws + l.x_q, gq.size());
       MOEJIT_CU(cuMemcpyDtoH, gs.data(), ws + l.x_scales, gs.size());
       if (split) MOEJIT_CU(cuMemcpyDtoH, small.data(), ws + l.x_small, small.size());
-      // The token frame: every block of a row in its largest scale (mx::e4m3_in_frame), every scale byte that one.
+      // The token frame: every block of a row in the largest scale of its blocks that hold a nonzero element
+      // (mx::e4m3_in_frame), every scale byte that one.
       const bool frame = layer->plan(tokens).token_frame;
       for (int t = 0; t < tokens; ++t) {
         const std::uint8_t* scales = xq.scales.data() + std::size_t(t) * (H / 32);
-        const int top = frame ? *std::max_element(scales, scales + H / 32) : 0;
+        const std::uint8_t* codes = xq.elements.data() + std::size_t(t) * H;
+        auto nonzero = [&](int kb) {
+          return std::any_of(codes + 32 * kb, codes + 32 * kb + 32, [](std::uint8_t c) { return (c & 0x7F) != 0; });
+        };
+        int top = 0;
+        for (int kb = 0; frame && kb < H / 32; ++kb)
+          if (nonzero(kb)) top = std::max(top, int(scales[kb]));
         for (int k = 0; k < hp; ++k) {
           const std::size_t at = std::size_t(t) * hp + k;
           std::uint8_t code = k < H ? xq.elements[std::size_t(t) * H + k] : 0;
-          if (frame && k < H) code = mx::e4m3_in_frame(code, top - scales[k / 32]);
+          if (frame && k < H && nonzero(k / 32)) code = mx::e4m3_in_frame(code, top - scales[k / 32]);
           if (k % 32 == 0) res.x_quantization_matches &= gs[at / 32] == (frame ? top : k < H ? scales[k / 32] : 0);
           if (!split) {
             res.x_quantization_matches &= gq[at] == code;

@@ -35,6 +35,9 @@ reference::Routing random_routing(const reference::MoeProblem& p, int tokens, Ro
 struct XStyle {
   bool wide = false;
   std::vector<int> block_shift;
+  // >= 0: every token's first block is zeros with this scale code (a caller's pre-quantized x that is not
+  // MX-normalized: the token frame must not take it as the row's largest scale). MXFP8 x only.
+  int zero_block_code = -1;
 };
 
 // One forward's random inputs on the host: x on the BF16 grid, its MXFP8

@@ -178,6 +178,8 @@ struct ComputeRole {
   static_assert(kSlots < 4096, "the routing prologue packs active indices in 12 bits");
   static_assert(kShared == 0 || kShared == 1, "one fused shared expert at most");
   static_assert(kRanks == 1 || kShared == 0, "expert parallelism runs routed experts only");
+  // The GEMM1 epilogue reads a token's frame from this rank's x_scales (frame_sums).
+  static_assert(!Atom::kTokenFrame || kRanks == 1, "the token frame runs on one GPU");
   // Expert parallelism (kRanks > 1): every rank's routes that reach this rank's experts (moe_ep.cuh).
   using Ep = EpRoutes<kExperts, kTopK, kCapacity, kRanks,
                       EpLayout<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kRanks, kEp>>;

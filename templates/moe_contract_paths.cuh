@@ -57,9 +57,10 @@ constexpr int kPairedNone = 0, kPairedAll = 1, kPairedShort = 2;
 // still sum to x), only less precise.
 constexpr int kSplitOctaves = 4;
 // The token frame (MoeLaunchPlan::token_frame) sums GEMM1's K32 partials times the weight scale alone, the
-// activations' frame multiplied in after the K loop. A frame's elements are at most 448 < 2^8.8 and the E4M3
-// weights 6 * 2^-6, so over K <= 65536 the sums stay under 2^(c - 127 + 22.4) for weight scale codes up to c:
-// finite up to c = 232; weights with a larger code keep the MX blocks.
+// activations' frame multiplied in after the K loop. A frame's elements are at most 448 < 2^8.81 and the E4M3
+// weights 6 * 2^-6 = 2^-3.42, so over K = H <= 8192 (the largest hidden size a config takes) the sums, times the
+// epilogue's 64, stay under 2^(c - 127 + 24.4) for weight scale codes up to c: finite up to c = 230; weights
+// with a larger code keep the MX blocks.
 constexpr int kFrameMaxWeightScaleCode = 230;
 constexpr unsigned kSplitCode = 0x78u - 8u * kSplitOctaves;
 

@@ -42,7 +42,7 @@ std::vector<OptionSpec> codegen_option_specs() {
       {"token-frame", true,
        "on or off: GEMM1's rows in one scale frame per token (each block's E4M3 codes shifted to the token's largest "
        "scale by the dispatch role), so the GEMM1 promotion multiplies by the weight scale alone (default: planned, "
-       "on for the fast path on one GPU where the weights' scale codes allow; docs/numerics.md)",
+       "on from B = 9 for the fast path on one GPU where the weights' scale codes allow; docs/numerics.md)",
        "V"},
       {"activation-warps", true,
        "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "
