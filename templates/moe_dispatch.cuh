@@ -160,22 +160,24 @@ __device__ void moe_frame_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u
                                const u8* __restrict__ x_scales_in, u32 tokens, Mirror mirror) {
   constexpr u32 kBlocks = kHidden / 32, kBlocksIn = kHiddenIn / 32;
   __shared__ u32 s_frame;
-  // A block's MX scale code, and its E4M3 codes into q.
-  auto block = [&](u32 token, u32 kb, u32(&q)[8]) -> u32 {
+  // A block's MX scale code, and with q its E4M3 codes.
+  auto block = [&](u32 token, u32 kb, u32* q) -> u32 {
     if constexpr (kInputBf16 != 0) {
       u32 w[16];
       load_bf16_block(x + u64(token) * kHiddenIn + kb * 32, w);
       const u32 code = mx_e4m3_scale_code(bf16_block_amax(w));
-      e4m3_block(w, code, q);
+      if (q) e4m3_block(w, code, *reinterpret_cast<u32(*)[8]>(q));
       return code;
     } else {
-      const uint4* src = reinterpret_cast<const uint4*>(x_q_in + u64(token) * kHiddenIn + kb * 32);
-      const uint4 a = src[0], b = src[1];
-      q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w, q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
+      if (q) {
+        const uint4* src = reinterpret_cast<const uint4*>(x_q_in + u64(token) * kHiddenIn + kb * 32);
+        const uint4 a = src[0], b = src[1];
+        q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w, q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
+      }
       return x_scales_in[u64(token) * kBlocksIn + kb];
     }
   };
-  auto nonzero = [](const u32(&q)[8]) {
+  auto nonzero = [](const u32* q) {
     u32 any = 0u;
 #pragma unroll
     for (int i = 0; i < 8; ++i) any |= q[i] & 0x7F7F7F7Fu;
@@ -186,9 +188,13 @@ __device__ void moe_frame_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u
     __syncthreads();
     u32 top = 0u;
     for (u32 kb = threadIdx.x; kb < kBlocksIn; kb += blockDim.x) {
-      u32 q[8];
-      const u32 code = block(token, kb, q);
-      if (nonzero(q)) top = max(top, code);
+      if constexpr (kInputBf16 != 0) {
+        top = max(top, block(token, kb, nullptr));  // an all-zero BF16 block quantizes to code 0
+      } else {
+        u32 q[8];
+        const u32 code = block(token, kb, q);
+        if (nonzero(q)) top = max(top, code);
+      }
     }
     if (top) atomicMax(&s_frame, top);
     __syncthreads();
@@ -196,9 +202,13 @@ __device__ void moe_frame_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u
     for (u32 kb = threadIdx.x; kb < kBlocks; kb += blockDim.x) {
       u32 q[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
       if (kb < kBlocksIn) {
-        const u32 code = block(token, kb, q);
-        // A zero block's codes stay zeros (signs too) at any shift, also above the frame's code.
-        shift_codes(q, nonzero(q) ? frame - code : 0u);
+        if constexpr (kInputBf16 != 0) {
+          shift_codes(q, frame - block(token, kb, q));
+        } else {
+          // A zero block's codes stay zeros (signs too), its code maybe above the frame's.
+          const u32 code = block(token, kb, q);
+          if (nonzero(q)) shift_codes(q, frame - code);
+        }
       }
       const u64 offset = u64(token) * kHidden + kb * 32;
       store_codes<1>(x_q, x_small, offset, make_uint4(q[0], q[1], q[2], q[3]));
