@@ -98,6 +98,16 @@ std::vector<int> parse_int_list(const std::string& flag, const std::string& text
   return out;
 }
 
+std::vector<std::optional<bool>> parse_switch_list(const std::string& flag, const std::string& text) {
+  std::vector<std::optional<bool>> out;
+  for (const std::string& name : split_list(text)) {
+    if (name != "planned" && name != "on" && name != "off")
+      throw std::invalid_argument(fmt::format("{}: '{}' is not one of planned, on, off", flag, name));
+    out.push_back(name == "planned" ? std::nullopt : std::optional<bool>(name == "on"));
+  }
+  return out;
+}
+
 std::vector<InputSet> make_input_sets(const reference::MoeProblem& p, int tokens, int count, std::mt19937_64& rng) {
   std::vector<InputSet> sets(count);
   for (InputSet& s : sets) {

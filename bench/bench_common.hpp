@@ -2,6 +2,7 @@
 // What the benchmark programs share (METHOD.md): event timing, percentiles,
 // the device copy bandwidth behind every HBM floor, and rotating input sets.
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ int parse_int(const std::string& flag, const std::string& text);
 // "1,8,64" -> {1, 8, 64}.
 std::vector<int> parse_int_list(const std::string& flag, const std::string& text);
 std::vector<std::string> split_list(const std::string& text);  // "a,b,c" -> {"a", "b", "c"}
+// A sweep of an on/off option: "planned,on,off" -> {unset, true, false}; anything else throws, naming the flag.
+std::vector<std::optional<bool>> parse_switch_list(const std::string& flag, const std::string& text);
 
 // Rows [first, first + rows) of a row-major host array of `per` elements a row, on the device (a rank's tokens
 // of the global inputs); upload(v): all of it.

@@ -145,19 +145,9 @@ int run(int argc, char** argv) {
               fmt::format("--schedule: '{}' is not one of planned, stream, units, items", name));
       }
     } else if (a == "--paired-rows" && i + 1 < argc) {
-      paired_list.clear();
-      for (const std::string& name : bench::split_list(argv[++i])) {
-        if (name != "planned" && name != "on" && name != "off")
-          throw std::invalid_argument(fmt::format("--paired-rows: '{}' is not one of planned, on, off", name));
-        paired_list.push_back(name == "planned" ? std::nullopt : std::optional<bool>(name == "on"));
-      }
+      paired_list = bench::parse_switch_list(a, argv[++i]);
     } else if (a == "--token-frame" && i + 1 < argc) {
-      frame_list.clear();
-      for (const std::string& name : bench::split_list(argv[++i])) {
-        if (name != "planned" && name != "on" && name != "off")
-          throw std::invalid_argument(fmt::format("--token-frame: '{}' is not one of planned, on, off", name));
-        frame_list.push_back(name == "planned" ? std::nullopt : std::optional<bool>(name == "on"));
-      }
+      frame_list = bench::parse_switch_list(a, argv[++i]);
     } else if (a == "--model" && i + 1 < argc) {
       const std::string name = argv[++i];
       models = {{name, codegen::builtin_model(name)}};

@@ -64,6 +64,9 @@ if(TARGET moejit_bench_moe)
   add_test(NAME bench_moe_bad_integer COMMAND moejit_bench_moe --batches 1,x)
   set_tests_properties(bench_moe_bad_integer PROPERTIES
     PASS_REGULAR_EXPRESSION "^moejit_bench_moe: error: --batches: 'x' is not an integer")
+  add_test(NAME bench_moe_bad_switch COMMAND moejit_bench_moe --token-frame on,maybe)
+  set_tests_properties(bench_moe_bad_switch PROPERTIES
+    PASS_REGULAR_EXPRESSION "^moejit_bench_moe: error: --token-frame: 'maybe' is not one of planned, on, off")
   add_test(NAME bench_ep_help COMMAND moejit_bench_ep --help)
   set_tests_properties(bench_ep_help PROPERTIES PASS_REGULAR_EXPRESSION "^usage: moejit_bench_ep ")
   # --help is what was asked for: exit 0 (no regex, so the exit status decides).
