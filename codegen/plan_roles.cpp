@@ -52,14 +52,8 @@ void plan_dispatch(MoeLaunchPlan& p, const MoeConfig& config, int batch, const D
                      p.dispatch.grid));
   } else if (options.input_bf16 || image || split || padded || ep) {
     // A thread per 32-element block (16 for the image); the token frame's CTA per token, its maximum first.
-    const std::int64_t work =
-        p.token_frame ? std::int64_t{batch} * k_dispatch_threads : std::int64_t{batch} * H / (image ? 16 : 32);
-    p.dispatch = {true,
-                  std::min(ceil_div(work, k_dispatch_threads), k_streaming_ctas_per_sm * dispatch_sms),
-                  k_dispatch_threads,
-                  0,
-                  1,
-                  0};
+    const int ctas = p.token_frame ? batch : ceil_div(std::int64_t{batch} * H / (image ? 16 : 32), k_dispatch_threads);
+    p.dispatch = {true, std::min(ctas, k_streaming_ctas_per_sm * dispatch_sms), k_dispatch_threads, 0, 1, 0};
     const char* what = options.input_bf16 ? "quantizes the BF16 x to MXFP8"
                        : image            ? "writes the BF16 image of x"
                        : split            ? "splits the MXFP8 x"

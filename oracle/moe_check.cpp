@@ -256,16 +256,17 @@ std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>&
       for (int t = 0; t < tokens; ++t) {
         const std::uint8_t* scales = xq.scales.data() + std::size_t(t) * (H / 32);
         const std::uint8_t* codes = xq.elements.data() + std::size_t(t) * H;
-        auto nonzero = [&](int kb) {
-          return std::any_of(codes + 32 * kb, codes + 32 * kb + 32, [](std::uint8_t c) { return (c & 0x7F) != 0; });
-        };
+        std::vector<char> nonzero(frame ? H / 32 : 0);  // the row's blocks holding a nonzero element
         int top = 0;
-        for (int kb = 0; frame && kb < H / 32; ++kb)
-          if (nonzero(kb)) top = std::max(top, int(scales[kb]));
+        for (std::size_t kb = 0; kb < nonzero.size(); ++kb) {
+          nonzero[kb] =
+              std::any_of(codes + 32 * kb, codes + 32 * kb + 32, [](std::uint8_t c) { return (c & 0x7F) != 0; });
+          if (nonzero[kb]) top = std::max(top, int(scales[kb]));
+        }
         for (int k = 0; k < hp; ++k) {
           const std::size_t at = std::size_t(t) * hp + k;
           std::uint8_t code = k < H ? xq.elements[std::size_t(t) * H + k] : 0;
-          if (frame && k < H && nonzero(k / 32)) code = mx::e4m3_in_frame(code, top - scales[k / 32]);
+          if (frame && k < H && nonzero[k / 32]) code = mx::e4m3_in_frame(code, top - scales[k / 32]);
           if (k % 32 == 0) res.x_quantization_matches &= gs[at / 32] == (frame ? top : k < H ? scales[k / 32] : 0);
           if (!split) {
             res.x_quantization_matches &= gq[at] == code;
