@@ -63,6 +63,7 @@ std::optional<KernelSpec> moe_dispatch_spec(const MoeConfig& config, const MoeLa
   s.constants.emplace_back("kRanks", d.ranks);
   s.constants.emplace_back("kEp", plan.ep.mode);  // contract::EpMode
   s.constants.emplace_back("kFrame", plan.token_frame ? 1 : 0);
+  s.constants.emplace_back("kThreads", plan.dispatch.threads);  // the token frame holds a row in one CTA's registers
   s.params = {
       {"x_q", ParamType::ptr, "const moejit::u8*"},
       {"x_scales", ParamType::ptr, "const moejit::u8*"},

@@ -154,65 +154,55 @@ __device__ __forceinline__ void shift_codes(u32 (&q)[8], u32 delta) {
     q[i] = lo | (hi << 16);
   }
 }
-template <int kHidden, int kHiddenIn, int kInputBf16, class Mirror>
+template <int kHidden, int kHiddenIn, int kInputBf16, int kThreads, class Mirror>
 __device__ void moe_frame_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u8* __restrict__ x_scales,
                                const u16* __restrict__ x, const u8* __restrict__ x_q_in,
                                const u8* __restrict__ x_scales_in, u32 tokens, Mirror mirror) {
   constexpr u32 kBlocks = kHidden / 32, kBlocksIn = kHiddenIn / 32;
+  // A thread's blocks stay in registers across the frame's barrier (one a thread up to H = 8192), so each is read once.
+  constexpr u32 kPer = (kBlocks + kThreads - 1) / kThreads;
+  static_assert(kPer <= 2, "a token's blocks are held in registers: widen the dispatch CTA");
   __shared__ u32 s_frame;
-  // A block's MX scale code, and with q its E4M3 codes.
-  auto block = [&](u32 token, u32 kb, u32* q) -> u32 {
-    if constexpr (kInputBf16 != 0) {
-      u32 w[16];
-      load_bf16_block(x + u64(token) * kHiddenIn + kb * 32, w);
-      const u32 code = mx_e4m3_scale_code(bf16_block_amax(w));
-      if (q) e4m3_block(w, code, *reinterpret_cast<u32(*)[8]>(q));
-      return code;
-    } else {
-      if (q) {
-        const uint4* src = reinterpret_cast<const uint4*>(x_q_in + u64(token) * kHiddenIn + kb * 32);
-        const uint4 a = src[0], b = src[1];
-        q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w, q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
-      }
-      return x_scales_in[u64(token) * kBlocksIn + kb];
-    }
-  };
-  auto nonzero = [](const u32* q) {
-    u32 any = 0u;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) any |= q[i] & 0x7F7F7F7Fu;
-    return any != 0u;
-  };
   for (u32 token = blockIdx.x; token < tokens; token += gridDim.x) {
     if (threadIdx.x == 0) s_frame = 0u;
     __syncthreads();
-    u32 top = 0u;
-    for (u32 kb = threadIdx.x; kb < kBlocksIn; kb += blockDim.x) {
+    u32 q[kPer][8], code[kPer], top = 0u;
+#pragma unroll
+    for (u32 j = 0; j < kPer; ++j) {
+      const u32 kb = threadIdx.x + j * kThreads;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) q[j][i] = 0u;
+      code[j] = 0u;
+      if (kb >= kBlocksIn) continue;
       if constexpr (kInputBf16 != 0) {
-        top = max(top, block(token, kb, nullptr));  // an all-zero BF16 block quantizes to code 0
+        u32 w[16];
+        load_bf16_block(x + u64(token) * kHiddenIn + kb * 32, w);
+        code[j] = mx_e4m3_scale_code(bf16_block_amax(w));
+        e4m3_block(w, code[j], q[j]);
       } else {
-        u32 q[8];
-        const u32 code = block(token, kb, q);
-        if (nonzero(q)) top = max(top, code);
+        const uint4* src = reinterpret_cast<const uint4*>(x_q_in + u64(token) * kHiddenIn + kb * 32);
+        const uint4 a = src[0], b = src[1];
+        q[j][0] = a.x, q[j][1] = a.y, q[j][2] = a.z, q[j][3] = a.w;
+        q[j][4] = b.x, q[j][5] = b.y, q[j][6] = b.z, q[j][7] = b.w;
+        code[j] = x_scales_in[u64(token) * kBlocksIn + kb];
       }
+      u32 any = 0u;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) any |= q[j][i] & 0x7F7F7F7Fu;
+      // A zero block's codes stay zeros (signs too) at any shift, so a caller's may carry a code above the frame.
+      if (any) top = max(top, code[j]);
     }
     if (top) atomicMax(&s_frame, top);
     __syncthreads();
     const u32 frame = s_frame;
-    for (u32 kb = threadIdx.x; kb < kBlocks; kb += blockDim.x) {
-      u32 q[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
-      if (kb < kBlocksIn) {
-        if constexpr (kInputBf16 != 0) {
-          shift_codes(q, frame - block(token, kb, q));
-        } else {
-          // A zero block's codes stay zeros (signs too), its code maybe above the frame's.
-          const u32 code = block(token, kb, q);
-          if (nonzero(q)) shift_codes(q, frame - code);
-        }
-      }
+#pragma unroll
+    for (u32 j = 0; j < kPer; ++j) {
+      const u32 kb = threadIdx.x + j * kThreads;
+      if (kb >= kBlocks) continue;
+      shift_codes(q[j], frame - code[j]);
       const u64 offset = u64(token) * kHidden + kb * 32;
-      store_codes<1>(x_q, x_small, offset, make_uint4(q[0], q[1], q[2], q[3]));
-      store_codes<1>(x_q, x_small, offset + 16, make_uint4(q[4], q[5], q[6], q[7]));
+      store_codes<1>(x_q, x_small, offset, make_uint4(q[j][0], q[j][1], q[j][2], q[j][3]));
+      store_codes<1>(x_q, x_small, offset + 16, make_uint4(q[j][4], q[j][5], q[j][6], q[j][7]));
       x_scales[u64(token) * kBlocks + kb] = u8(frame);
       mirror(u64(token) * kBlocks + kb, u8(frame));
     }
@@ -350,7 +340,7 @@ __device__ void ep_pull(u8* ws, int tag) {
 // the other ranks' compute roles (moe_ep.cuh), the last CTA's release last;
 // kEp (contract::EpMode) adds the mirror pushes or the pulls.
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
-          int kInputBf16, int kQuantize, int kImage, int kRanks = 1, int kEp = 0, int kFrame = 0>
+          int kInputBf16, int kQuantize, int kImage, int kRanks, int kEp, int kFrame, int kThreads>
 __device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16* x_bf16_in, const i32* topk_ids,
                              const float* topk_weights, u32 tokens, u8* ws) {
   // The compute role may launch now: its weight stream needs nothing from this grid.
@@ -375,8 +365,8 @@ __device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16*
     const Mirror to_peers{mirror ? h : nullptr};
     static_assert(!kFrame || (kSplit && !kImage), "the token frame is the split rows' (the fast path)");
     if (kFrame)
-      moe_frame_rows<kHidden, kHiddenIn, kInputBf16>(x_q, ws + l.x_small, x_scales, x_bf16_in, x_q_in, x_scales_in,
-                                                     tokens, to_peers);
+      moe_frame_rows<kHidden, kHiddenIn, kInputBf16, kThreads>(x_q, ws + l.x_small, x_scales, x_bf16_in, x_q_in,
+                                                               x_scales_in, tokens, to_peers);
     else if (kInputBf16)
       moe_quantize_rows<kHidden, kHiddenIn, kImage, kSplit>(x_q, ws + l.x_small, x_scales, x_bf16, x_bf16_in, tokens,
                                                             to_peers);
