@@ -149,6 +149,14 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
     template <class Acc>
     __device__ void operator()(int, Acc&) const {}
   };
+  // The scales a K32 partial sum is promoted with: the weight's alone where the activations are in the token frame.
+  template <bool kWeightOnly, class Scales>
+  __device__ static auto promotion_scales(const Scales& now) {
+    if constexpr (kWeightOnly)
+      return WeightScalesOnly<Scales>{now};
+    else
+      return now;
+  }
   // kTokenFrame: the promotion without the activation scale, acc += part * 2^(s_w - 127), for GEMM1's rows in
   // one frame per token (kFrame; bench/kloop_probe.cu also runs GEMM2's loops so, whose sums are then not the
   // operator's).
@@ -204,10 +212,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
           release_stage(ring, s_now, lane);
           if (!kPrefetch) op.load(ring, s);
         }
-        if constexpr (kTokenFrame)
-          scale_group<N, T, kSplit, kJ, kPaired>(acc, part, WeightScalesOnly<decltype(now)>{now}, h);
-        else
-          scale_group<N, T, kSplit, kJ, kPaired>(acc, part, now, h);
+        scale_group<N, T, kSplit, kJ, kPaired>(acc, part, promotion_scales<kTokenFrame>(now), h);
       }
       step_end(k, acc);
     }
@@ -288,10 +293,8 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
 #pragma unroll
             for (int j = 0; j < kJ; ++j) fence_operands(part[u][j]);
           if (last && pass == 1) release_stage(ring, s_now, lane);
-          if constexpr (kFrame && kPaired)
-            scale_group<N, T, true, kJ, true>(acc[pass], part, WeightScalesOnly<decltype(now)>{now}, h);
-          else
-            scale_group<N, T, /*kSplit: paired rows are split rows*/ kPaired, kJ, kPaired>(acc[pass], part, now, h);
+          // GEMM1's paired rows are split rows, in the token frame where it is planned; GEMM2's items are neither.
+          scale_group<N, T, kPaired, kJ, kPaired>(acc[pass], part, promotion_scales < kFrame && kPaired > (now), h);
         }
       }
       step_end(ko, acc);
