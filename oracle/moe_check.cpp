@@ -179,12 +179,13 @@ bool MoeCheckResult::passed() const {
 std::string MoeCheckResult::summary() const {
   return fmt::format(
       "{:<5} B={:<3} {:<10} cos_q={:.7f} maxerr_q={:.3g}{} cos_dense={:.5f} nan={} unwritten={} rerun={} epoch={} "
-      "{:.3f} ms (check {:.1f} s) {}",
+      "{}{:.3f} ms (check {:.1f} s) {}",
       path, tokens, routing_name(routing), quantized.cosine, quantized.max_abs_error,
       flips_found < 0 ? std::string()
                       : fmt::format(" flips={}/{} (plain cos_q={:.7f})", flips_taken, flips_found, plain_cosine),
-      dense.cosine, quantized.nan_or_inf, unwritten, rerun_identical ? "same" : "DIFFERENT", epoch, gpu_ms,
-      wall_seconds, passed() ? "PASS" : "FAIL");
+      dense.cosine, quantized.nan_or_inf, unwritten, rerun_identical ? "same" : "DIFFERENT", epoch,
+      // The dispatch role's rows against their CPU twin: which role a failure starts in.
+      x_quantization_matches ? "" : "x_rows=DIFFERENT ", gpu_ms, wall_seconds, passed() ? "PASS" : "FAIL");
 }
 
 std::vector<MoeCheckResult> check_forward(const std::vector<runtime::MoeLayer*>& layers, const RandomWeights& weights,

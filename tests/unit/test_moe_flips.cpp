@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "oracle/moe_check.hpp"
 #include "oracle/moe_reference.hpp"
 #include "oracle/mx_format.hpp"
 
@@ -158,4 +159,18 @@ TEST_CASE("an element step after its block's rescale is not taken") {
 
   got.pop_back();
   CHECK_THROWS_AS(reference::resolve_flips(ref, p, w, got), std::invalid_argument);
+}
+
+// A GPU case's line says which role a failure starts in: rows the dispatch role staged unlike their CPU twin are
+// named, and fail the case even where y agrees.
+TEST_CASE("a check whose dispatch rows differ from the CPU twin fails and says so") {
+  oracle::MoeCheckResult r;
+  r.tokens = 64, r.path = "fast", r.epoch = 2, r.rerun_identical = true;
+  r.quantized.cosine = r.dense.cosine = 1.0;
+  CHECK(r.passed());
+  CHECK(r.summary().find("x_rows") == std::string::npos);
+  r.x_quantization_matches = false;
+  CHECK_FALSE(r.passed());
+  CHECK(r.summary().find("x_rows=DIFFERENT") != std::string::npos);
+  CHECK(r.summary().find("FAIL") != std::string::npos);
 }
