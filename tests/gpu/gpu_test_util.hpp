@@ -1,15 +1,21 @@
 #pragma once
 // What the GPU tests share: the run's seed, small layer configurations, and
 // one forward's inputs and output on the device.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "codegen/moe_config.hpp"
 #include "oracle/moe_check.hpp"
 #include "oracle/moe_reference.hpp"
+#include "oracle/mx_format.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver_api.hpp"
 #include "runtime/moe_layer.hpp"
@@ -79,6 +85,28 @@ inline std::size_t bad_elements(const std::vector<std::uint16_t>& y) {
   std::size_t bad = 0;
   for (std::uint16_t v : y) bad += (v & 0x7F80u) == 0x7F80u;
   return bad;
+}
+
+// Where two outputs [tokens][hidden] differ, for a failed bitwise comparison: how many elements, over how many
+// tokens, the first one, and the largest difference (a few elements one BF16 step apart is a summation order;
+// whole rows, a stale or unwritten read).
+inline std::string describe_difference(const std::vector<std::uint16_t>& want, const std::vector<std::uint16_t>& got,
+                                       std::size_t hidden) {
+  std::size_t differ = 0, tokens = 0, first = want.size(), last_token = SIZE_MAX;
+  double largest = 0;
+  for (std::size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+    if (want[i] == got[i]) continue;
+    ++differ;
+    if (i / hidden != last_token) ++tokens, last_token = i / hidden;
+    if (first == want.size()) first = i;
+    largest = std::max(largest, std::abs(mx::bf16_value(want[i]) - mx::bf16_value(got[i])));
+  }
+  if (differ == 0) return want.size() == got.size() ? "identical" : "sizes differ";
+  return fmt::format(
+      "{} of {} elements differ, in {} tokens; first at token {} column {}: 0x{:04x} vs 0x{:04x} "
+      "({} vs {}); largest difference {}",
+      differ, want.size(), tokens, first / hidden, first % hidden, want[first], got[first], mx::bf16_value(want[first]),
+      mx::bf16_value(got[first]), largest);
 }
 
 // y against the quantized CPU reference of the same inputs (handoff flips resolved to the kernel's side).
