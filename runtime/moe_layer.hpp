@@ -27,6 +27,7 @@
 #include "runtime/loaded_kernel.hpp"
 #include "runtime/role_graph.hpp"
 #include "runtime/tensor_map.hpp"
+#include "runtime/weight_packing.hpp"
 #include "templates/moe_contract.cuh"
 
 namespace moejit::runtime {
@@ -80,6 +81,12 @@ struct PackedWeightsDevice {
   // PackedWeightsHost::subnormal_weight_scales; true (the kernels that are exact for any weights) unless known.
   bool subnormal_weight_scales = true;
 };
+// Host-packed weights the caller uploaded to w1 and w2: what the packer found in the scales travels with them, so
+// the layer plans as one built from the checkpoint (a left-out subnormal_weight_scales plans no token frame).
+inline PackedWeightsDevice packed_on_device(const PackedWeightsHost& host, CUdeviceptr w1, CUdeviceptr w2,
+                                            CUdeviceptr b1 = 0, CUdeviceptr b2 = 0) {
+  return {w1, w2, host.top_scale_code, host.atom, b1, b2, host.subnormal_weight_scales};
+}
 
 // Device buffers of one forward. Pre-quantized x: x_q [B][H] E4M3 + x_scales
 // UE8M0 bytes [B][H/32] (int32 words [B][H/128] where H is a multiple of 128);

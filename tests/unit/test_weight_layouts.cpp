@@ -11,6 +11,7 @@
 #include <random>
 
 #include "oracle/mx_format.hpp"
+#include "runtime/moe_layer.hpp"
 #include "runtime/weight_packing.hpp"
 #include "templates/moe_weight_layouts.cuh"
 
@@ -255,4 +256,22 @@ TEST_CASE("padding and gpt-oss's interleaved gate/up: every packed code is the c
     CHECK(real == experts * src_rows * src_k);  // every checkpoint code lands exactly once
     CHECK(mismatches == 0);
   }
+}
+
+// The packed-weights GPU case left subnormal_weight_scales at its default (true): that layer planned no token
+// frame, and its bytes differed from the checkpoint-built layer's on some seeds
+// (bench/results/2026-12-06-h100-s73-packed-case-and-dispatch.md).
+TEST_CASE("host-packed weights on the device keep what the packer found: top code, atom, subnormal scales") {
+  runtime::PackedWeightsHost host;
+  host.top_scale_code = 121;
+  host.atom = "sm90-fp8-wgmma";
+  for (const bool subnormal : {false, true}) {
+    host.subnormal_weight_scales = subnormal;
+    const runtime::PackedWeightsDevice d = runtime::packed_on_device(host, 0x1000, 0x2000, 0x3000, 0x4000);
+    CHECK(d.subnormal_weight_scales == subnormal);
+    CHECK(d.top_scale_code == 121);
+    CHECK(d.atom == host.atom);
+    CHECK((d.w1 == 0x1000 && d.w2 == 0x2000 && d.b1 == 0x3000 && d.b2 == 0x4000));
+  }
+  CHECK(runtime::PackedWeightsDevice{}.subnormal_weight_scales);  // unknown: the kernels exact for any weights
 }
