@@ -294,7 +294,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
             for (int j = 0; j < kJ; ++j) fence_operands(part[u][j]);
           if (last && pass == 1) release_stage(ring, s_now, lane);
           // GEMM1's paired rows are split rows, in the token frame where it is planned; GEMM2's items are neither.
-          scale_group<N, T, kPaired, kJ, kPaired>(acc[pass], part, promotion_scales < kFrame && kPaired > (now), h);
+          scale_group<N, T, kPaired, kJ, kPaired>(acc[pass], part, promotion_scales<(kFrame && kPaired)>(now), h);
         }
       }
       step_end(ko, acc);

@@ -364,10 +364,10 @@ __device__ void moe_dispatch(const u8* x_q_in, const u8* x_scales_in, const u16*
     using Mirror = ScaleMirror<kMirror && !kImage, kRanks, l.ep_scales, (long long)kCapacity * (kHidden / 32)>;
     const Mirror to_peers{mirror ? h : nullptr};
     static_assert(!kFrame || (kSplit && !kImage), "the token frame is the split rows' (the fast path)");
-    if (kFrame)
+    if constexpr (kFrame != 0)
       moe_frame_rows<kHidden, kHiddenIn, kInputBf16, kThreads>(x_q, ws + l.x_small, x_scales, x_bf16_in, x_q_in,
                                                                x_scales_in, tokens, to_peers);
-    else if (kInputBf16)
+    else if constexpr (kInputBf16 != 0)
       moe_quantize_rows<kHidden, kHiddenIn, kImage, kSplit>(x_q, ws + l.x_small, x_scales, x_bf16, x_bf16_in, tokens,
                                                             to_peers);
     else
