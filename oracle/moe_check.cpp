@@ -126,7 +126,8 @@ RandomInputs random_inputs(const reference::MoeProblem& p, int tokens, RoutingKi
   in.xq = mx::quantize_mxfp8(in.x, tokens, p.hidden);
   if (style.zero_block_code >= 0)
     for (int t = 0; t < tokens; ++t) {
-      std::fill_n(in.xq.elements.begin() + std::size_t(t) * p.hidden, 32, std::uint8_t{0});
+      // +0 and -0 (a sign bit alone): the frame's shift of a zero block must keep both.
+      for (int k = 0; k < 32; ++k) in.xq.elements[std::size_t(t) * p.hidden + k] = k % 2 ? 0x80 : 0x00;
       in.xq.scales[std::size_t(t) * (p.hidden / 32)] = static_cast<std::uint8_t>(style.zero_block_code);
       for (int k = 0; k < 32; ++k)
         in.x[std::size_t(t) * p.hidden + k] = 0.0f, in.x_bf16[std::size_t(t) * p.hidden + k] = 0;

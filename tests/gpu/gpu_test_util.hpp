@@ -92,21 +92,27 @@ inline std::size_t bad_elements(const std::vector<std::uint16_t>& y) {
 // whole rows, a stale or unwritten read).
 inline std::string describe_difference(const std::vector<std::uint16_t>& want, const std::vector<std::uint16_t>& got,
                                        std::size_t hidden) {
-  std::size_t differ = 0, tokens = 0, first = want.size(), last_token = SIZE_MAX;
+  std::size_t differ = 0, nonfinite = 0, tokens = 0, first = SIZE_MAX, last_token = SIZE_MAX;
   double largest = 0;
   for (std::size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
     if (want[i] == got[i]) continue;
     ++differ;
     if (i / hidden != last_token) ++tokens, last_token = i / hidden;
-    if (first == want.size()) first = i;
-    largest = std::max(largest, std::abs(mx::bf16_value(want[i]) - mx::bf16_value(got[i])));
+    if (first == SIZE_MAX) first = i;
+    const double d = std::abs(mx::bf16_value(want[i]) - mx::bf16_value(got[i]));
+    if (std::isfinite(d))
+      largest = std::max(largest, d);
+    else
+      ++nonfinite;  // NaN, Inf or the 0xFFFF poison on one side
   }
-  if (differ == 0) return want.size() == got.size() ? "identical" : "sizes differ";
+  const std::string sizes =
+      want.size() == got.size() ? "" : fmt::format("; sizes differ: {} vs {}", want.size(), got.size());
+  if (differ == 0) return (sizes.empty() ? "identical" : "the shared elements agree") + sizes;
   return fmt::format(
-      "{} of {} elements differ, in {} tokens; first at token {} column {}: 0x{:04x} vs 0x{:04x} "
-      "({} vs {}); largest difference {}",
-      differ, want.size(), tokens, first / hidden, first % hidden, want[first], got[first], mx::bf16_value(want[first]),
-      mx::bf16_value(got[first]), largest);
+      "{} of {} elements differ, in {} tokens, {} of them NaN, Inf or unwritten on one side; first at "
+      "token {} column {}: 0x{:04x} vs 0x{:04x} ({} vs {}); largest finite difference {}{}",
+      differ, std::min(want.size(), got.size()), tokens, nonfinite, first / hidden, first % hidden, want[first],
+      got[first], mx::bf16_value(want[first]), mx::bf16_value(got[first]), largest, sizes);
 }
 
 // y against the quantized CPU reference of the same inputs (handoff flips resolved to the kernel's side).

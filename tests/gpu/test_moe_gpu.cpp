@@ -254,8 +254,8 @@ TEST_CASE("E4M3 subnormal activations") {
 }
 
 TEST_CASE("pre-quantized x with an all-zero block of a large scale code: the token frame leaves it out") {
-  // Every token's first block holds zeros under code 200, ~80 octaves over the others: were it the frame, every
-  // other block would shift to zeros. MXFP8 x, B from the token frame's range and below it.
+  // Every token's first block holds zeros (+0 and -0) under code 200, ~80 octaves over the others: were it the frame,
+  // every other block would shift to zeros. MXFP8 x, B from the token frame's range and below it.
   Matrix m;
   m.x.zero_block_code = 200;
   for (const char* model : {"glm5.2", "dsv4.1-flash"})
