@@ -200,6 +200,12 @@ struct PackedWeightsDevice {
   std::uint64_t b1 = 0, b2 = 0;         // the checkpoint's biases (CheckpointWeights), with Config::biases
   bool subnormal_weight_scales = true;  // PackedWeights::subnormal_weight_scales (true: correct for any weights)
 };
+// `packed` uploaded to w1 and w2 (and the biases): what pack_weights found travels with them, so the layer plans
+// as one built from the checkpoint. (A subnormal_weight_scales left at true also plans no token frame.)
+inline PackedWeightsDevice packed_on_device(const PackedWeights& packed, std::uint64_t w1, std::uint64_t w2,
+                                            std::uint64_t b1 = 0, std::uint64_t b2 = 0) {
+  return {w1, w2, packed.top_scale_code, packed.atom, b1, b2, packed.subnormal_weight_scales};
+}
 
 // One forward's device buffers: x_q E4M3 [B][H] + x_scales UE8M0 bytes
 // [B][H/32] (int32 [B][H/128] where H is a multiple of 128; or x_bf16 [B][H]

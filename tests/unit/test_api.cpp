@@ -171,6 +171,18 @@ TEST_CASE("public API: pack_weights packs a checkpoint on the host, sized and ch
   CHECK(field_of([&] { moejit::pack_weights(c, host, fast); }) == "weight scales");
   s1[3] = 120;
   CHECK(field_of([&] { moejit::pack_weights(c, host, {}, "sm_75"); }) == "target");
+
+  // Uploaded, the packed weights keep what the packer found (left at its default, subnormal_weight_scales is
+  // true and the layer plans no token frame).
+  for (const bool subnormal : {false, true}) {
+    moejit::PackedWeights p = moejit::pack_weights(c, host);
+    p.subnormal_weight_scales = subnormal;
+    const moejit::PackedWeightsDevice d = moejit::packed_on_device(p, 0x1000, 0x2000);
+    CHECK(d.subnormal_weight_scales == subnormal);
+    CHECK(d.top_scale_code == p.top_scale_code);
+    CHECK(d.atom == p.atom);
+    CHECK((d.w1 == 0x1000 && d.w2 == 0x2000 && d.b1 == 0 && d.b2 == 0));
+  }
 }
 
 TEST_CASE("public API: configure() is refused once the kernel cache is in use") {
