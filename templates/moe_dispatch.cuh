@@ -159,50 +159,40 @@ __device__ void moe_frame_rows(u8* __restrict__ x_q, u8* __restrict__ x_small, u
                                const u16* __restrict__ x, const u8* __restrict__ x_q_in,
                                const u8* __restrict__ x_scales_in, u32 tokens, Mirror mirror) {
   constexpr u32 kBlocks = kHidden / 32, kBlocksIn = kHiddenIn / 32;
-  // A thread's blocks stay in registers across the frame's barrier (one a thread up to H = 8192), so each is read once.
-  constexpr u32 kPer = (kBlocks + kThreads - 1) / kThreads;
-  static_assert(kPer <= 2, "a token's blocks are held in registers: widen the dispatch CTA");
+  // A thread's block stays in registers across the frame's barrier, so each is read once.
+  static_assert(kBlocks <= kThreads, "one block a thread (H <= 8192 at 256 threads): widen the dispatch CTA");
   __shared__ u32 s_frame;
+  const u32 kb = threadIdx.x;
   for (u32 token = blockIdx.x; token < tokens; token += gridDim.x) {
     if (threadIdx.x == 0) s_frame = 0u;
     __syncthreads();
-    u32 q[kPer][8], code[kPer], top = 0u;
-#pragma unroll
-    for (u32 j = 0; j < kPer; ++j) {
-      const u32 kb = threadIdx.x + j * kThreads;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) q[j][i] = 0u;
-      code[j] = 0u;
-      if (kb >= kBlocksIn) continue;
+    u32 q[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u}, code = 0u, top = 0u;
+    if (kb < kBlocksIn) {
       if constexpr (kInputBf16 != 0) {
         u32 w[16];
         load_bf16_block(x + u64(token) * kHiddenIn + kb * 32, w);
-        code[j] = mx_e4m3_scale_code(bf16_block_amax(w));
-        e4m3_block(w, code[j], q[j]);
+        code = mx_e4m3_scale_code(bf16_block_amax(w));
+        e4m3_block(w, code, q);
       } else {
         const uint4* src = reinterpret_cast<const uint4*>(x_q_in + u64(token) * kHiddenIn + kb * 32);
         const uint4 a = src[0], b = src[1];
-        q[j][0] = a.x, q[j][1] = a.y, q[j][2] = a.z, q[j][3] = a.w;
-        q[j][4] = b.x, q[j][5] = b.y, q[j][6] = b.z, q[j][7] = b.w;
-        code[j] = x_scales_in[u64(token) * kBlocksIn + kb];
+        q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w, q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
+        code = x_scales_in[u64(token) * kBlocksIn + kb];
       }
       u32 any = 0u;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) any |= q[j][i] & 0x7F7F7F7Fu;
+      for (int i = 0; i < 8; ++i) any |= q[i] & 0x7F7F7F7Fu;
       // A zero block's codes stay zeros (signs too) at any shift, so a caller's may carry a code above the frame.
-      if (any) top = max(top, code[j]);
+      if (any) top = code;
     }
     if (top) atomicMax(&s_frame, top);
     __syncthreads();
     const u32 frame = s_frame;
-#pragma unroll
-    for (u32 j = 0; j < kPer; ++j) {
-      const u32 kb = threadIdx.x + j * kThreads;
-      if (kb >= kBlocks) continue;
-      shift_codes(q[j], frame - code[j]);
+    if (kb < kBlocks) {
+      shift_codes(q, frame - code);
       const u64 offset = u64(token) * kHidden + kb * 32;
-      store_codes<1>(x_q, x_small, offset, make_uint4(q[j][0], q[j][1], q[j][2], q[j][3]));
-      store_codes<1>(x_q, x_small, offset + 16, make_uint4(q[j][4], q[j][5], q[j][6], q[j][7]));
+      store_codes<1>(x_q, x_small, offset, make_uint4(q[0], q[1], q[2], q[3]));
+      store_codes<1>(x_q, x_small, offset + 16, make_uint4(q[4], q[5], q[6], q[7]));
       x_scales[u64(token) * kBlocks + kb] = u8(frame);
       mirror(u64(token) * kBlocks + kb, u8(frame));
     }
