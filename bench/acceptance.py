@@ -7,7 +7,8 @@ device: ...`, then the bench's own table). Anywhere (no GPU, the standard librar
   python3 bench/acceptance.py exact --old OLD.log EXACT.log    # acceptance 2: no point more than 2% slower
                                                                # than the old bench (same lease; time per byte)
 A log is one run: a model and B may appear once in it (a sweep such as --token-frame off,on is refused). A point
-missing from a run, or from either side of the comparison, does not meet the bar. Each prints a markdown table
+missing from a run, or from either side of the comparison, does not meet the bar; rows of models other than
+--models (the acceptance's two shapes) are left out. Each prints a markdown table
 (one row a model and B) and exits 1 where a point misses, 0 where none does; it says which device and commits
 the logs name, and exits 2 on logs it cannot judge: rows of the wrong path, logs of two cards, or of a card other
 than the H200 (the acceptance's) unless --any-device is given. --json prints the rows as one object instead.
@@ -166,6 +167,9 @@ def main(argv=None):
     ap.add_argument("kind", choices=["fast", "exact"], help="acceptance 1 (fast) or 2 (exact against --old)")
     ap.add_argument("logs", nargs="+", help="bench logs of the path, one log a run (fast: two or more)")
     ap.add_argument("--old", action="append", default=[], help="exact: the old bench's log(s), same lease")
+    ap.add_argument("--models", default="glm5.2,dsv4.1-flash",
+                    help="the models judged, comma-separated (default: the acceptance's two shapes, glm5.2 and "
+                         "dsv4.1-flash); rows of others are left out")
     ap.add_argument("--any-device", action="store_true", help="read logs of a card other than the H200")
     ap.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     a = ap.parse_args(argv)
@@ -174,6 +178,12 @@ def main(argv=None):
         olds = [read_log(p) for p in a.old]
     except (OSError, ValueError) as err:
         print(f"acceptance.py: {err}", file=sys.stderr)
+        return 2
+    models = {m for m in a.models.split(",") if m}
+    runs = [[p for p in r if p.model in models] for r in runs]
+    olds = [[p for p in r if p.model in models] for r in olds]
+    if not all(runs + olds):
+        print(f"acceptance.py: a log has no rows of {', '.join(sorted(models))} (--models)", file=sys.stderr)
         return 2
     problem = check_inputs(a.kind, runs, olds, a.any_device)
     if problem:

@@ -163,6 +163,20 @@ class Acceptance(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("ran path fast, not exact", err)
 
+    def test_other_models_are_left_out(self):
+        # The exact run also timed gpt-oss-120b, which the old bench did not: not a point of the acceptance.
+        old, exact = self.old_and_exact([new_row("dsv4.1-flash", 2, 50.0, 100.0),
+                                         new_row("dsv4.1-flash", 4, 50.0, 100.0),
+                                         new_row("gpt-oss-120b", 2, 50.0, 100.0)])
+        rc, out, _ = self.run_main("exact", "--old", old, exact)
+        self.assertEqual((rc, "gpt-oss" in out), (0, False))
+        rc, out, _ = self.run_main("exact", "--models", "dsv4.1-flash,gpt-oss-120b", "--old", old, exact)
+        self.assertEqual(rc, 1)
+        self.assertIn("| gpt-oss-120b | 2 | | | | no: not measured (old) |", out)
+        rc, _, err = self.run_main("exact", "--models", "glm5.2", "--old", old, exact)
+        self.assertEqual(rc, 2)
+        self.assertIn("no rows of glm5.2", err)
+
     def test_exact_needs_old(self):
         old, exact = self.old_and_exact([new_row("dsv4.1-flash", 2, 50.0, 100.0)])
         rc, _, err = self.run_main("exact", exact)
