@@ -12,7 +12,6 @@ namespace {
 // Table 10 of the seed paper (appendix A).
 constexpr int k_max_ranks = 32;
 constexpr int k_max_top_k = 32;
-constexpr int k_min_hidden = 512, k_max_hidden = 8192;
 constexpr int k_min_intermediate = 256, k_max_intermediate = 4096;
 // One MX block. The kernels run 128-wide steps over zero-padded H and I
 // (padded_hidden, padded_intermediate in moe_launch_plan.hpp), so any multiple of 32 works.

@@ -107,6 +107,9 @@ struct MoeConfig {
   friend bool operator==(const MoeConfig&, const MoeConfig&) = default;
 };
 
+// The hidden sizes a config takes (Table 10 of the seed paper, appendix A): the planner sizes roles by the largest.
+inline constexpr int k_min_hidden = 512, k_max_hidden = 8192;
+
 // A field outside its allowed range. what() reads e.g.
 // "hidden H = 520 is invalid: must be a multiple of 32 in [512, 8192]";
 // field() is the JSON key ("hidden", "shared_expert.k_group", "batch", ...).

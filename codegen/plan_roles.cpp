@@ -5,12 +5,16 @@
 
 #include <algorithm>
 
+#include "codegen/moe_config.hpp"
 #include "codegen/plan_steps.hpp"
 #include "templates/moe_contract.cuh"
 
 namespace moejit::codegen {
 namespace {
 constexpr int k_dispatch_threads = 256;
+// The token frame's dispatch holds a row's MX blocks one a thread across its barrier (moe_frame_rows asserts it
+// for the H it is compiled for); here for every H a config takes.
+static_assert(k_max_hidden / 32 <= k_dispatch_threads, "one MX block a dispatch thread at the largest hidden size");
 constexpr int k_finalize_threads = 256;
 // The streaming roles run grid-stride loops: at most two CTAs per SM, each
 // with several 16-byte loads in flight per thread, move their few MB at the
