@@ -7,6 +7,11 @@
 // against the writes, as it does for moe_compute's stage ring. The control,
 // the same handoff ordered by __syncthreads, reports nothing.
 //
+// `tail` adds moe_compute's end of a forward to the lane-0 handoff: each warp reconverges (__syncwarp),
+// __syncthreads, thread 0 publishes whether its CTA was the grid's last out in a shared word, __syncthreads, and
+// every thread reads the word. Racecheck reported that word's write against its reads in moe_compute
+// (bench/results/2026-12-06-h100-s82-racecheck-and-b1-prologue.md); this shows whether the pattern alone does.
+//
 //   nvcc -arch=sm_90a -O2 -o mbarrier_handoff mbarrier_handoff.cu
 //   compute-sanitizer --tool racecheck ./mbarrier_handoff
 #include <cstdint>
@@ -92,6 +97,45 @@ __global__ void handoff(const int* in, int* out, int mode) {
   }
 }
 
+// The producer warp's lane 0 alone fills each stage (full counts 1), as moe_compute's producer warps run their
+// loops; the consumer warp releases it with one arrival. Then the forward's end, as moe_compute_run.cuh has it.
+__global__ void tail(const int* in, int* out, unsigned* done, int* last) {
+  __shared__ int slot[kStages][32], scratch;
+  __shared__ uint64_t full[kStages], empty[kStages];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 1);
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  __syncthreads();
+  for (int r = 0; r < kRounds; ++r) {
+    const int s = r % kStages;
+    const unsigned phase = (r / kStages) & 1u;
+    if (warp == 0) {
+      if (lane == 0) {
+        mbar_wait(&empty[s], phase ^ 1u);
+        for (int i = 0; i < 32; ++i) slot[s][i] = in[r * 32 + i];
+        mbar_arrive(&full[s]);
+      }
+    } else {
+      mbar_wait(&full[s], phase);
+      out[(blockIdx.x * kRounds + r) * 32 + lane] = slot[s][lane];
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[s]);
+    }
+  }
+  __syncwarp();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    scratch = atomicAdd(done, 1) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (scratch) {
+    __threadfence();
+    if (threadIdx.x == 0) *done = 0, *last = blockIdx.x;
+  }
+}
+
 int main() {
   const int n = kRounds * 32;
   std::vector<int> host(n), got(n);
@@ -113,5 +157,26 @@ int main() {
     std::printf("%-30s %d of %d values wrong\n", names[mode], bad, n);
     failures += bad != 0;
   }
+  constexpr int kBlocks = 8;
+  std::vector<int> tail_got(kBlocks * n);
+  int *tail_out, *last;
+  unsigned* done;
+  cudaMalloc(&tail_out, kBlocks * n * 4);
+  cudaMalloc(&done, 4);
+  cudaMalloc(&last, 4);
+  cudaMemset(done, 0, 4);
+  cudaMemset(last, 0xFF, 4);
+  cudaMemset(tail_out, 0xFF, kBlocks * n * 4);
+  tail<<<kBlocks, 64>>>(in, tail_out, done, last);
+  if (cudaDeviceSynchronize() != cudaSuccess) return 2;
+  cudaMemcpy(tail_got.data(), tail_out, kBlocks * n * 4, cudaMemcpyDeviceToHost);
+  int bad = 0, last_block = -1;
+  unsigned done_after = 1;
+  for (int i = 0; i < kBlocks * n; ++i) bad += tail_got[i] != host[i % n];
+  cudaMemcpy(&last_block, last, 4, cudaMemcpyDeviceToHost);
+  cudaMemcpy(&done_after, done, 4, cudaMemcpyDeviceToHost);
+  std::printf("%-30s %d of %d values wrong; last CTA %d, counter %u after\n", "lane-0 handoff + tail:", bad,
+              kBlocks * n, last_block, done_after);
+  failures += bad != 0 || last_block < 0 || done_after != 0;
   return failures ? 1 : 0;
 }
