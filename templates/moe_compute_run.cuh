@@ -72,12 +72,15 @@ __device__ void ComputeRole<Config>::run(const ComputeParams& p) {
   __syncwarp();
   if constexpr (kRanks > 1) __threadfence_system();  // the rows written into other ranks' arenas, before `epoch`
   __syncthreads();
+  // Whether this CTA is the grid's last out, to every thread by the barrier's own reduction, so no shared word
+  // carries it (racecheck reported such a word's write against its reads across a __syncthreads; a minimal kernel
+  // of the pattern, bench/racecheck/mbarrier_handoff.cu's `tail`, drew nothing).
+  int last = 0;
   if (threadIdx.x == 0) {
     __threadfence();
-    s_scratch[62] = atomicAdd(&ws.header->done, 1) == kGrid - 1;
+    last = atomicAdd(&ws.header->done, 1) == kGrid - 1;
   }
-  __syncthreads();
-  if (s_scratch[62]) {
+  if (__syncthreads_or(last)) {
     __threadfence();
     for (int i = threadIdx.x; i < tables.n_active * kKb2; i += blockDim.x) ws.ready[i] = 0;
     if (threadIdx.x == 0) {
