@@ -74,7 +74,7 @@ __device__ void ComputeRole<Config>::run(const ComputeParams& p) {
   __syncthreads();
   // Whether this CTA is the grid's last out, to every thread by the barrier's own reduction, so no shared word
   // carries it (racecheck reported such a word's write against its reads across a __syncthreads; a minimal kernel
-  // of the pattern, bench/racecheck/mbarrier_handoff.cu's `tail`, drew nothing).
+  // of the pattern, bench/racecheck/mbarrier_handoff.cu's `tail`, drew none on its word).
   int last = 0;
   if (threadIdx.x == 0) {
     __threadfence();

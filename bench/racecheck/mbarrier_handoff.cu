@@ -97,8 +97,8 @@ __global__ void handoff(const int* in, int* out, int mode) {
   }
 }
 
-// The producer warp's lane 0 alone fills each stage (full counts 1), as moe_compute's producer warps run their
-// loops; the consumer warp releases it with one arrival. Then the forward's end, as moe_compute_run.cuh has it.
+// The producer warp's lane 0 alone fills each stage (full counts 1), as moe_compute's weight producer runs its
+// loop; the consumer warp releases it with one arrival. Then the forward's end, as moe_compute_run.cuh has it.
 __global__ void tail(const int* in, int* out, unsigned* done, int* last) {
   __shared__ int slot[kStages][32], scratch;
   __shared__ uint64_t full[kStages], empty[kStages];
