@@ -261,6 +261,10 @@ struct UnitWalker {
   __device__ int first_unit(int b) const {
     if (b >= kGrid || t->n_active == 0) return t->n_active * int(kKb2);
     const unsigned at = unsigned((unsigned long long)(unsigned(t->tiles) * kKb2) * unsigned(b) / kGrid);
+    // Every expert one token tile (B <= tile_n: every B this schedule is planned for): each unit costs 1, so the
+    // unit is the cost itself, found without the search's dependent shared loads and division, which stand
+    // between the routing tables and the first weight copy.
+    if (t->tiles == t->n_active) return int(at);
     const int a = last_where(t->n_active, [&](int x) { return unsigned(t->tile0[x]) * kKb2 <= at; });
     const unsigned n = unsigned(t->tile0[a + 1] - t->tile0[a]), x = at - unsigned(t->tile0[a]) * kKb2;  // x < n kKb2
     return a * int(kKb2) + int((x + n - 1) / n);
