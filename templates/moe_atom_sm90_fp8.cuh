@@ -174,7 +174,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
     zero(part);
     // The descriptors of stage s differ from stage 0's in the start address only.
     const u32 desc0 = sw128_desc_lo(smem_addr(ring.x_tile(0)));
-    int s = next_stage(ring, cur, true);
+    int s = next_stage(ring, cur, true, 0);
     op.load(ring, s);
     for (int k = 0; k < steps; ++k) {
       u32 a[T][4][4];
@@ -199,7 +199,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
         wgmma_commit();
         const bool last = h == 4 / kJ - 1;
         // Only the wait is conditional: registers that feed a wgmma must not be written on a branch.
-        if (last) s = next_stage(ring, cur, k + 1 < steps);
+        if (last) s = next_stage(ring, cur, k + 1 < steps, s_now);
         if (kPrefetch && last) op.load(ring, s);
         wgmma_wait<0>();
 #pragma unroll
@@ -209,8 +209,8 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
         if constexpr (Ring::kDecoded)
           if (h == 0) now.load(ring, s_now);  // the stage is held until its release below
         if (last) {
+          if (!kPrefetch) op.load(ring, s);  // before the release: on the last step s is s_now
           release_stage(ring, s_now, lane);
-          if (!kPrefetch) op.load(ring, s);
         }
         scale_group<N, T, kSplit, kJ, kPaired>(acc, part, promotion_scales<kTokenFrame>(now), h);
       }
@@ -251,7 +251,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
     zero(part);
     Operands op;
     const u32 desc0 = sw128_desc_lo(smem_addr(ring.x_tile(0)));
-    int s = next_stage(ring, cur, true);
+    int s = next_stage(ring, cur, true, 0);
     ++k;
     op.load_words(ring, s, 0);
     for (int ko = owner; ko < steps; ko += kOwners) {
@@ -283,7 +283,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
           // The next words, while the last group runs: this step's second pass, or the next own step's first.
           if (last && pass == 1) {
             pass_until(more ? ko + kOwners : steps);
-            s = next_stage(ring, cur, more);
+            s = next_stage(ring, cur, more, s_now);
             k += more;
           }
           if (last) op.load_words(ring, pass == 0 ? s_now : s, pass == 0 ? T : 0);

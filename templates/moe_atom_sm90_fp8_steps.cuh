@@ -156,15 +156,16 @@ struct StepOperands {
   }
 };
 
-// The stage of the next step, waited for unless there is none (`more` false:
-// the caller's reads then hit a stage nobody filled, and are never used).
+// The stage of the next step, waited for; where there is none (`more` false), `held`, a stage the caller has
+// waited for and not yet released: the loops read the next step's operands unconditionally (a register that
+// feeds a wgmma is not written on a branch), and those reads, never used, must not touch a stage the producers
+// may be filling for the next segment (racecheck reported them against the fill's writes).
 template <class Ring, class Cursor>
-__device__ __forceinline__ int next_stage(const Ring& ring, Cursor& cur, bool more) {
+__device__ __forceinline__ int next_stage(const Ring& ring, Cursor& cur, bool more, int held) {
   const int s = cur.stage;
-  if (more) {
-    wait_full(ring, s, cur.phase);
-    cur.advance();
-  }
+  if (!more) return held;
+  wait_full(ring, s, cur.phase);
+  cur.advance();
   return s;
 }
 

@@ -27,7 +27,12 @@
 // B = 9 where the weights allow: not for subnormal weight scales) drop the scale product from GEMM1's promotion:
 // counted at its commit (B = 64), split 16.7 and 7.4 at N = 8, 20.9 and 7.9 at N = 16, paired 14.6 and 7.0,
 // decoded split 19.1 and 6.9 at N = 16 (and the decoded GEMM2 loop at N = 16, allocated otherwise, 20.0 and
-// 6.6). A change that grows a loop past its budget fails here, before a GPU ever runs it.
+// 6.6). The loops' unused reads past their last step moved to the stage they still hold (next_stage's `held`:
+// racecheck reported them against the producers' next fill) took GEMM2's loop at N = 16 from 21.7 and 8.0 to
+// 20.8 and 7.5, GEMM1's framed split loop at N = 16 from 20.9 and 7.9 to 21.0 and 8.3 (its integer budget 8.3 ->
+// 8.7, ~5% over the new count; the H100 bench level at every B,
+// bench/results/2026-12-06-h100-s85-s87-racecheck-clean.md). A change that grows a loop past its budget fails here,
+// before a GPU ever runs it.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -108,7 +113,7 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
   // AtomTraits::paired_short_max_batch) in the same paired loop as B = 8's tiles, held to the same budget.
   for (const Budget& b :
        {Budget{8, 8, 18.0, 8.8, false}, Budget{64, 16, 22.7, 8.7, false}, Budget{8, 8, 20.2, 8.3, true},
-        Budget{64, 8, 17.6, 7.8, true}, Budget{64, 16, 22.0, 8.3, true}, Budget{8, 8, 19.1, 9.8, false, false, true},
+        Budget{64, 8, 17.6, 7.8, true}, Budget{64, 16, 22.0, 8.7, true}, Budget{8, 8, 19.1, 9.8, false, false, true},
         Budget{64, 16, 23.7, 9.8, false, false, true}, Budget{8, 8, 20.9, 9.3, true, false, true},
         Budget{64, 16, 27.8, 11.3, true, false, true}, Budget{8, 8, 16.0, 6.5, false, true},
         Budget{64, 16, 20.5, 7.0, false, true}, Budget{8, 8, 18.0, 6.5, true, true},
