@@ -78,7 +78,7 @@ __device__ void ComputeRole<Config>::segment(const ComputeParams& p, const Ring&
     Atom::template mainloop_paired_owned<kT>(both, ring, cur, sg.k1 - sg.k0, warp_uniform(threadIdx.x / 128));
     owners_reduce<N>(both, acc, s_reduce);
   } else if (idle) {
-    pass_stages(ring, cur, sg.k1 - sg.k0, lane);
+    pass_stages(ring, cur, sg.k1 - sg.k0);
   } else if constexpr (kPaired && N == 8) {  // wider segments of kPairedShort run the split below
     if (sg.phase != 0)
       Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);

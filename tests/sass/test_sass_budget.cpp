@@ -187,9 +187,11 @@ TEST_CASE("the unit schedule's step owners (B = 1) stay within the same budgets 
       double issued, integer;
     };
     // Today (both models): GEMM1 15.1 issued and 6.8 integer (13.8 and 6.6 in the token frame, which B = 1 does not
-    // plan; 18.5 and 7.3 on 16-column split rows), GEMM2 (its items' stores in the loop) 20.2 and 7.8; the budgets
-    // are ~5% above.
-    for (const Loop& b : {Loop{true, 15.9, 7.2}, Loop{false, 21.3, 8.2}}) {
+    // plan; 18.5 and 7.3 on 16-column split rows), GEMM2 (its items' stores in the loop) 20.2 and 7.8 with one
+    // stage release a warp, 21.1-21.3 and 8.4-8.7 since every consumer thread releases its stages (the pattern
+    // racecheck orders; the H100 bench level at B = 1-2, bench/results/2026-12-06-h100-s85-s87-racecheck-clean.md);
+    // the budgets are ~5% above.
+    for (const Loop& b : {Loop{true, 15.9, 7.2}, Loop{false, 22.4, 9.1}}) {
       CAPTURE(b.gemm1);
       int found = 0;
       for (const sass::LoopMix& loop : loops) {
