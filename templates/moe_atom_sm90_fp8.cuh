@@ -220,7 +220,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
 
   // kloop for a step owner: its steps as kloop's, each pass over T tiles, the second pass's operands read while
   // the first's last MMAs run and the next own step's while the second's do. The other owners' stages are
-  // waited for and released unread (as pass_stages: every consumer warp arrives on every stage, so no warp can
+  // waited for and released unread (as pass_stages: every consumer thread arrives on every stage, so no thread can
   // wait on a phase its stage has already left). An owner waits for step k + 3 before it frees step k, so the
   // ring needs 4 stages (contract::compute_smem_valid).
   // kPaired: GEMM1's split rows, paired (the owners' GEMM1 always is); else GEMM2's items.
