@@ -5,8 +5,8 @@
 // warpgroup waits on both (with decoded scales, on decoded[s], which the
 // decoder warp arrives on after both and its FP32 scales) and, when its MMA
 // atom is done reading, releases the stage on empty[s] (one arrival per
-// consumer thread: contract::stage_release_arrivals). Every role walks the
-// same step sequence, so each keeps its own (stage, phase) cursor.
+// consumer warp). Every role walks the same step sequence, so each keeps its
+// own (stage, phase) cursor.
 
 #include "moe_contract.cuh"
 #include "moe_ptx.cuh"
@@ -72,14 +72,11 @@ __device__ __forceinline__ void wait_full(const Ring& ring, int s, u32 phase) {
     mbar_wait(&ring.full_x[s], phase);
   }
 }
-// Consumer side: this thread is done with stage s. Every thread arrives after its own reads (and its wgmma
-// waits). One lane arriving for its warp after __syncwarp is as correct (bar.warp.sync orders the lanes' reads
-// before it), but racecheck does not follow that order and drew hazards on every stage
-// (bench/racecheck/mbarrier_handoff.cu); the arrivals cost the H100 bench nothing measurable
-// (bench/results/2026-12-06-h100-s85-s87-racecheck-clean.md).
+// Consumer side: this warp is done with stage s.
 template <class Ring>
-__device__ __forceinline__ void release_stage(const Ring& ring, int s) {
-  mbar_arrive(&ring.empty[s]);
+__device__ __forceinline__ void release_stage(const Ring& ring, int s, int lane) {
+  __syncwarp();
+  if (lane == 0) mbar_arrive(&ring.empty[s]);
 }
 
 // Consumer side, a warpgroup with no tiles in the item (a token tile's last,
@@ -87,10 +84,10 @@ __device__ __forceinline__ void release_stage(const Ring& ring, int s) {
 // release it, so the ring's phases stay the same for every role. (Releasing
 // without the wait could count an arrival toward a stage's previous phase.)
 template <class Ring, class Cursor>
-__device__ void pass_stages(const Ring& ring, Cursor& cur, int steps) {
+__device__ void pass_stages(const Ring& ring, Cursor& cur, int steps, int lane) {
   for (int k = 0; k < steps; ++k) {
     wait_full(ring, cur.stage, cur.phase);
-    release_stage(ring, cur.stage);
+    release_stage(ring, cur.stage, lane);
     cur.advance();
   }
 }

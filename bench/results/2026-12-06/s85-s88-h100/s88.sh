@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# s88: main at 07b7a33 (.device/main: the first_unit shortcut, the held-stage reads, every-thread stage release).
+# s88: main at fea8fc9 (07b7a33 plus comments) (.device/main: the first_unit shortcut, the held-stage reads, every-thread stage release).
 # On an H200 first (~250 s): acceptance 1 (defaults, both models, twice) and 2 (exact path; 75c91f4's bench,
 # .device/old, same lease). On any card: racecheck (GLM5.2 B = 8 both paths, B = 1 and 16 fast), memcheck (B = 8).
 set -uo pipefail
