@@ -78,7 +78,8 @@ constexpr int probe_threads() {
 }
 
 // Every stage's data, written once: weights of random codes and scale codes 118..125, x of random E4M3 bytes
-// but NaN, N x scale records of 2^-3..2^3 as FP32; then the barriers (`empty_arrivals` consumer warps a release).
+// but NaN, N x scale records of 2^-3..2^3 as FP32; then the barriers (`empty_arrivals` consumer threads a release:
+// contract::stage_release_arrivals).
 template <int kStages, int N, class Ring>
 __device__ void fill_ring(const Ring& ring, int empty_arrivals) {
   for (int i = threadIdx.x; i < kStages * Ring::kWBytes / 4; i += blockDim.x) {
@@ -127,7 +128,7 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
   ring.full_w = reinterpret_cast<u64*>(smem + L::kBars);
   ring.full_x = ring.full_w + kStages;
   ring.empty = ring.full_x + kStages;
-  fill_ring<kStages, N>(ring, (kInterleaved ? 1 : G) * contract::kConsumerWarps);
+  fill_ring<kStages, N>(ring, contract::stage_release_arrivals(kInterleaved ? 1 : G));
   StageCursor<kStages> cur;
   if (threadIdx.x >= G * 128) {  // the producer
     if constexpr (kRegs > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
@@ -163,7 +164,7 @@ __global__ void __launch_bounds__(probe_threads<G, kRegs>(), 1) probe(int steps,
 
 // The unit schedule's step owners at B = 1 (AtomSm90Fp8::kloop_owned): three consumer warpgroups, each stage
 // one K128 step of the unit's four tiles, warpgroup w on steps k = w mod 3 (two passes of two tiles); every
-// consumer warp releases every stage. 8 stages and 128 registers, as the layer plans them. GEMM1 on paired
+// consumer thread releases every stage. 8 stages and 128 registers, as the layer plans them. GEMM1 on paired
 // split rows, or GEMM2's one-step items (each step's sums taken and zeroed, as item_done does).
 constexpr int kOwnerStages = 8, kOwnerThreads = 3 * 128 + 32;
 using OwnerRing = StageRing<contract::kPathSm90Fp8, 4, 8, kOwnerStages>;
@@ -184,7 +185,7 @@ __global__ void __maxnreg__(128) probe_owned(int steps, float* sink) {
   ring.full_w = reinterpret_cast<u64*>(smem + kOwnerBars);
   ring.full_x = ring.full_w + kOwnerStages;
   ring.empty = ring.full_x + kOwnerStages;
-  fill_ring<kOwnerStages, 8>(ring, 3 * contract::kConsumerWarps);
+  fill_ring<kOwnerStages, 8>(ring, contract::stage_release_arrivals(3));
   StageCursor<kOwnerStages> cur;
   if (threadIdx.x >= 3 * 128) {  // the producer
     if (threadIdx.x == 3 * 128) cycle_stages<kOwnerStages>(ring, steps);

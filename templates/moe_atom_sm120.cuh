@@ -83,7 +83,7 @@ struct AtomSm120 {
       k32_step<1, N / 8>(acc, w_lo.y, w_hi.y, s_lo, x_tile, sfb, lane);
       k32_step<2, N / 8>(acc, w_lo.z, w_hi.z, s_lo, x_tile, sfb, lane);
       k32_step<3, N / 8>(acc, w_lo.w, w_hi.w, s_lo, x_tile, sfb, lane);
-      release_stage(ring, st, lane);
+      release_stage(ring, st);
     }
   }
 

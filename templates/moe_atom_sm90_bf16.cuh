@@ -91,7 +91,7 @@ struct AtomSm90Bf16 {
       const uint4 w_lo = *reinterpret_cast<const uint4*>(w);
       const uint4 w_hi = *reinterpret_cast<const uint4*>(w + 8 * 64);
       k128_step<N / 8>(acc, w_lo, w_hi, ws[0], ws[8], x0 + st * Ring::kXStageBytes);
-      release_stage(ring, st, lane);
+      release_stage(ring, st);
     }
   }
 

@@ -168,7 +168,6 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
     static_assert(!kPaired || (kSplit && N == 8), "paired rows are split rows of 8-column tiles");
     constexpr int kW = kPaired ? 8 : kSplit ? 2 * N : N;  // the wgmma's width
     steps = warp_uniform(steps);
-    const int lane = threadIdx.x % 32;
     float part[T][kJ][kW / 2];
     StepOperands<N, T, Ring::kDecoded, kSubnormalScales> op;
     zero(part);
@@ -210,7 +209,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
           if (h == 0) now.load(ring, s_now);  // the stage is held until its release below
         if (last) {
           if (!kPrefetch) op.load(ring, s);  // before the release: on the last step s is s_now
-          release_stage(ring, s_now, lane);
+          release_stage(ring, s_now);
         }
         scale_group<N, T, kSplit, kJ, kPaired>(acc, part, promotion_scales<kTokenFrame>(now), h);
       }
@@ -221,7 +220,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
 
   // kloop for a step owner: its steps as kloop's, each pass over T tiles, the second pass's operands read while
   // the first's last MMAs run and the next own step's while the second's do. The other owners' stages are
-  // waited for and released unread (as pass_stages: every consumer warp arrives on every stage, so no warp can
+  // waited for and released unread (as pass_stages: every consumer thread arrives on every stage, so no thread can
   // wait on a phase its stage has already left). An owner waits for step k + 3 before it frees step k, so the
   // ring needs 4 stages (contract::compute_smem_valid).
   // kPaired: GEMM1's split rows, paired (the owners' GEMM1 always is); else GEMM2's items.
@@ -236,12 +235,11 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
     constexpr int kOwners = 3, kW = 8;
     steps = warp_uniform(steps);
     owner = warp_uniform(owner);
-    const int lane = threadIdx.x % 32;
     int k = 0;  // the steps the cursor has moved past
     auto pass_until = [&](int until) {
       for (; k < until; ++k) {
         wait_full(ring, cur.stage, cur.phase);
-        release_stage(ring, cur.stage, lane);
+        release_stage(ring, cur.stage);
         cur.advance();
       }
     };
@@ -292,7 +290,7 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
           for (int u = 0; u < T; ++u)
 #pragma unroll
             for (int j = 0; j < kJ; ++j) fence_operands(part[u][j]);
-          if (last && pass == 1) release_stage(ring, s_now, lane);
+          if (last && pass == 1) release_stage(ring, s_now);
           // GEMM1's paired rows are split rows, in the token frame where it is planned; GEMM2's items are neither.
           scale_group<N, T, kPaired, kJ, kPaired>(acc[pass], part, promotion_scales<(kFrame && kPaired)>(now), h);
         }

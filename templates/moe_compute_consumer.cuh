@@ -35,7 +35,7 @@ __device__ void ComputeRole<Config>::consumer(const ComputeParams& p, const Ring
 
 // The route of each of this thread's token columns 8i + 2t + q, from the
 // segment's first stage (waiting is idempotent: the stage cannot move on
-// before this warp releases it).
+// before this thread releases it).
 template <class Config>
 template <int N>
 __device__ void ComputeRole<Config>::stage_routes(const Ring& ring, const StageCursor<kStages>& cur,
@@ -62,7 +62,6 @@ template <int N>
 __device__ void ComputeRole<Config>::segment(const ComputeParams& p, const Ring& ring, StageCursor<kStages>& cur,
                                              const Walker& walker, const Segment& sg, const Workspace& ws,
                                              float* s_amax, float* s_reduce, int tag) {
-  const int lane = threadIdx.x % 32;
   int route[N / 4];
   stage_routes<N>(ring, cur, route);
   float acc[kT][N / 2];
@@ -78,7 +77,7 @@ __device__ void ComputeRole<Config>::segment(const ComputeParams& p, const Ring&
     Atom::template mainloop_paired_owned<kT>(both, ring, cur, sg.k1 - sg.k0, warp_uniform(threadIdx.x / 128));
     owners_reduce<N>(both, acc, s_reduce);
   } else if (idle) {
-    pass_stages(ring, cur, sg.k1 - sg.k0, lane);
+    pass_stages(ring, cur, sg.k1 - sg.k0);
   } else if constexpr (kPaired && N == 8) {  // wider segments of kPairedShort run the split below
     if (sg.phase != 0)
       Atom::template mainloop<N, kT>(acc, ring, cur, sg.k1 - sg.k0);

@@ -28,7 +28,7 @@ __device__ void ComputeRole<Config>::run(const ComputeParams& p) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&ring.full_w[s], 1);
       mbar_init(&ring.full_x[s], 32);  // each producer lane, once its copies are issued and route ids stored
-      mbar_init(&ring.empty[s], contract::kConsumerWarps * kGroups);
+      mbar_init(&ring.empty[s], contract::stage_release_arrivals(kGroups));
       if (kDecoded) mbar_init(&ring.decoded[s], 32);
     }
     fence_barrier_init();

@@ -74,6 +74,10 @@ constexpr int kMaxGroups = 3;
 MOEJIT_HD constexpr int consumer_threads(int groups) {
   return 32 * kConsumerWarps * groups;
 }
+// Arrivals that release a stage of the ring (moe_pipeline.cuh's release_stage): every consumer thread's.
+MOEJIT_HD constexpr int stage_release_arrivals(int groups) {
+  return consumer_threads(groups);
+}
 // `decoded`: a warp after the weight and activation producers decodes each stage's UE8M0 scale words to FP32
 // (compute_smem_layout's wdec / xdec), so the consumers' loops do not.
 // (No setmaxnreg split between producers and consumers: nvJitLink compiles

@@ -5,8 +5,8 @@
 // warpgroup waits on both (with decoded scales, on decoded[s], which the
 // decoder warp arrives on after both and its FP32 scales) and, when its MMA
 // atom is done reading, releases the stage on empty[s] (one arrival per
-// consumer warp). Every role walks the same step sequence, so each keeps its
-// own (stage, phase) cursor.
+// consumer thread: contract::stage_release_arrivals). Every role walks the
+// same step sequence, so each keeps its own (stage, phase) cursor.
 
 #include "moe_contract.cuh"
 #include "moe_ptx.cuh"
@@ -72,11 +72,16 @@ __device__ __forceinline__ void wait_full(const Ring& ring, int s, u32 phase) {
     mbar_wait(&ring.full_x[s], phase);
   }
 }
-// Consumer side: this warp is done with stage s.
+// Consumer side: this thread is done with stage s. Every thread arrives after its own reads (and its wgmma
+// waits). One lane arriving for its warp after __syncwarp is as correct (bar.warp.sync orders the lanes' reads
+// before it), but racecheck does not follow that order and drew hazards on every stage
+// (bench/racecheck/mbarrier_handoff.cu). The __syncwarp keeps the warp converged at the arrive: without it
+// ptxas kept more live across the divergent arrive and spilled 4 bytes at DSV4.1-Flash B = 128 / 256
+// (bench/results/2026-12-06-h100-s85-s88-racecheck.md).
 template <class Ring>
-__device__ __forceinline__ void release_stage(const Ring& ring, int s, int lane) {
+__device__ __forceinline__ void release_stage(const Ring& ring, int s) {
   __syncwarp();
-  if (lane == 0) mbar_arrive(&ring.empty[s]);
+  mbar_arrive(&ring.empty[s]);
 }
 
 // Consumer side, a warpgroup with no tiles in the item (a token tile's last,
@@ -84,10 +89,10 @@ __device__ __forceinline__ void release_stage(const Ring& ring, int s, int lane)
 // release it, so the ring's phases stay the same for every role. (Releasing
 // without the wait could count an arrival toward a stage's previous phase.)
 template <class Ring, class Cursor>
-__device__ void pass_stages(const Ring& ring, Cursor& cur, int steps, int lane) {
+__device__ void pass_stages(const Ring& ring, Cursor& cur, int steps) {
   for (int k = 0; k < steps; ++k) {
     wait_full(ring, cur.stage, cur.phase);
-    release_stage(ring, cur.stage, lane);
+    release_stage(ring, cur.stage);
     cur.advance();
   }
 }

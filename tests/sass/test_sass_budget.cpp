@@ -29,8 +29,8 @@
 // decoded split 19.1 and 6.9 at N = 16 (and the decoded GEMM2 loop at N = 16, allocated otherwise, 20.0 and
 // 6.6). The loops' unused reads past their last step moved to the stage they still hold (next_stage's `held`:
 // racecheck reported them against the producers' next fill) took GEMM2's loop at N = 16 from 21.7 and 8.0 to
-// 20.8 and 7.5, GEMM1's framed split loop at N = 16 from 20.9 and 7.9 to 21.0 and 8.3 (its integer budget 8.3 ->
-// 8.7, ~5% over the new count; the H100 bench level at every B,
+// 20.8 and 7.5, GEMM1's framed split loop at N = 16 from 20.9 and 7.9 to 21.0 and 8.3, and to 20.8 and 8.0 once
+// every consumer thread releases its stages (its integer budget 8.3 -> 8.5, ~5% over; the H100 bench level at every B,
 // bench/results/2026-12-06-h100-s85-s88-racecheck.md). A change that grows a loop past its budget fails here,
 // before a GPU ever runs it.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -113,7 +113,7 @@ TEST_CASE("the fast path's K-loop stays within its instruction budget per 8 weig
   // AtomTraits::paired_short_max_batch) in the same paired loop as B = 8's tiles, held to the same budget.
   for (const Budget& b :
        {Budget{8, 8, 18.0, 8.8, false}, Budget{64, 16, 22.7, 8.7, false}, Budget{8, 8, 20.2, 8.3, true},
-        Budget{64, 8, 17.6, 7.8, true}, Budget{64, 16, 22.0, 8.7, true}, Budget{8, 8, 19.1, 9.8, false, false, true},
+        Budget{64, 8, 17.6, 7.8, true}, Budget{64, 16, 22.0, 8.5, true}, Budget{8, 8, 19.1, 9.8, false, false, true},
         Budget{64, 16, 23.7, 9.8, false, false, true}, Budget{8, 8, 20.9, 9.3, true, false, true},
         Budget{64, 16, 27.8, 11.3, true, false, true}, Budget{8, 8, 16.0, 6.5, false, true},
         Budget{64, 16, 20.5, 7.0, false, true}, Budget{8, 8, 18.0, 6.5, true, true},
@@ -187,9 +187,11 @@ TEST_CASE("the unit schedule's step owners (B = 1) stay within the same budgets 
       double issued, integer;
     };
     // Today (both models): GEMM1 15.1 issued and 6.8 integer (13.8 and 6.6 in the token frame, which B = 1 does not
-    // plan; 18.5 and 7.3 on 16-column split rows), GEMM2 (its items' stores in the loop) 20.2 and 7.8; the budgets
-    // are ~5% above.
-    for (const Loop& b : {Loop{true, 15.9, 7.2}, Loop{false, 21.3, 8.2}}) {
+    // plan; 18.5 and 7.3 on 16-column split rows), GEMM2 (its items' stores in the loop) 20.3 and 7.8 with one
+    // stage release a warp, 21.0-21.3 and 8.4-8.7 since every consumer thread releases its stages (the pattern
+    // racecheck orders; the H100 bench level at B = 1-2, bench/results/2026-12-06-h100-s85-s88-racecheck.md);
+    // the budgets are ~5% above.
+    for (const Loop& b : {Loop{true, 15.9, 7.2}, Loop{false, 22.4, 9.1}}) {
       CAPTURE(b.gemm1);
       int found = 0;
       for (const sass::LoopMix& loop : loops) {
