@@ -77,7 +77,8 @@ __device__ __forceinline__ void wait_full(const Ring& ring, int s, u32 phase) {
 // before it), but racecheck does not follow that order and drew hazards on every stage
 // (bench/racecheck/mbarrier_handoff.cu). The __syncwarp keeps the warp converged at the arrive: without it
 // ptxas kept more live across the divergent arrive and spilled 4 bytes at DSV4.1-Flash B = 128 / 256
-// (bench/results/2026-12-06-h100-s85-s88-racecheck.md).
+// (bench/results/2026-12-06-h100-s85-s88-racecheck.md). Racecheck lists nothing with it, and the H100 bench is
+// level (bench/results/2026-12-07-h100-s89-s93-every-thread-release.md).
 template <class Ring>
 __device__ __forceinline__ void release_stage(const Ring& ring, int s) {
   __syncwarp();
