@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# s94 (an H200 only, ~250 s): acceptance 1 (defaults, both models, twice: .device/main, main's kernels) and 2 (the
-# exact path beside 75c91f4's bench, .device/old, in the same lease). On any other card it runs nothing.
+# s94 (~250 s): on an H200, acceptance 1 (defaults, both models, twice: .device/main, main's kernels) and 2 (the
+# exact path beside 75c91f4's bench, .device/old, in the same lease). On another card the same runs are a record
+# of that card, not the acceptance's numbers.
 set -uo pipefail
 D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "device: $D"; N=$PWD/.device/main; C=$(cat $N/COMMIT); O=$PWD/.device/old
-case $D in *H200*) ;; *) echo "not an H200: acceptance 1 and 2 are the H200's; nothing run"; exit 3 ;; esac
+case $D in *H200*) ;; *) echo "not an H200: these runs are no timing for acceptance 1 or 2" ;; esac
 hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $1  device: $D"; shift; echo "# command: $*"; }
 b() {  # log bin commit args...
   local log=$1 bin=$2 c=$3; shift 3
