@@ -75,10 +75,12 @@ __device__ __forceinline__ void wait_full(const Ring& ring, int s, u32 phase) {
 // Consumer side: this thread is done with stage s. Every thread arrives after its own reads (and its wgmma
 // waits). One lane arriving for its warp after __syncwarp is as correct (bar.warp.sync orders the lanes' reads
 // before it), but racecheck does not follow that order and drew hazards on every stage
-// (bench/racecheck/mbarrier_handoff.cu). The __syncwarp keeps the warp converged at the arrive: without it
-// ptxas kept more live across the divergent arrive and spilled 4 bytes at DSV4.1-Flash B = 128 / 256
-// (bench/results/2026-12-06-h100-s85-s88-racecheck.md). Racecheck lists nothing with it, and the H100 bench is
-// level (bench/results/2026-12-07-h100-s89-s93-every-thread-release.md).
+// (bench/racecheck/mbarrier_handoff.cu). The __syncwarp orders nothing the arrivals need; it is here because
+// without it ptxas spilled 4 bytes at DSV4.1-Flash B = 128 / 256 (one value kept across a segment's setup,
+// bench/results/2026-12-06-h100-s85-s88-racecheck.md), with it none: an allocation choice a ptxas update may
+// change, which CI's plan == launch sweep (no spill at any planned shape) would catch. Racecheck lists nothing
+// with it, and the H100 bench is level (bench/results/2026-12-07-h100-s89-s93-every-thread-release.md).
+// Called by the whole warp, converged (the __syncwarp's full mask).
 template <class Ring>
 __device__ __forceinline__ void release_stage(const Ring& ring, int s) {
   __syncwarp();

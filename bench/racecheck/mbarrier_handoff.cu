@@ -52,8 +52,9 @@ __global__ void handoff(const int* in, int* out, int mode) {
   __shared__ int slot[kStages][32], route[kStages][32];
   __shared__ uint64_t full[kStages], empty[kStages];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // kWarpRelease: the consumer warp releases a stage with one arrival (lane 0, after __syncwarp),
-  // as moe_compute's release_stage does.
+  // kWarpRelease: the consumer warp releases a stage with one arrival (lane 0, after __syncwarp), as
+  // moe_compute's release_stage did until faa5a55; it now has every thread arrive (after a __syncwarp), and
+  // racecheck lists nothing on it (bench/results/2026-12-07-h100-s89-s93-every-thread-release.md).
   if (threadIdx.x == 0)
     for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 32), mbar_init(&empty[s], mode == kWarpRelease ? 1 : 32);
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
