@@ -36,6 +36,10 @@
 #             (bench/results/2026-12-04-h200-flips-and-ring.md)
 #   trace     where the compute role's time goes at B = 1-8: `moejit_bench_moe --trace-csv` on both shapes,
 #             every CTA's milestones and waits in logs/trace-*.csv beside the summary
+#   acceptance  issue 11's acceptance 1 and 2 in one lease: moejit_bench_moe with the defaults (the fast path),
+#             dist/old/moejit_bench_moe (75c91f4's, if carried), --path exact, the defaults again, then
+#             bench/acceptance.py's tables of both into logs/acceptance-{1,2}.md (exit 1: a point short). On a
+#             card other than the H200 (the acceptance's) the same runs are that card's record (--any-device)
 #   decoded   MoeCodegenOptions::decoded_scales (off by default): its GPU test, memcheck, the fast path
 #             with and without it, alternating in one call (GLM5.2 and DSV4.1-Flash, two runs each), and
 #             ncu's issue activity of both at GLM5.2 B = 32
@@ -156,6 +160,21 @@ for step in "${steps[@]}"; do
       run bench-shared-w4a16.log moejit_bench_moe --shared-expert --recipe w4a16
       [ -x "$DIST/old/moejit_bench_moe" ] && run bench-old.log "$DIST/old/moejit_bench_moe"
       ;;
+    acceptance)
+      # The acceptance's two shapes, each bench under a limit: one that hangs would hold the call's 10 minutes
+      # (a model's B = 1-256 takes ~20-40 s on the H200).
+      both() { for model in glm5.2 dsv4.1-flash; do timeout 150 "$@" --model "$model" || return 1; done; }
+      run acceptance-fast-1.log both moejit_bench_moe
+      [ -x "$DIST/old/moejit_bench_moe" ] && run acceptance-old.log both "$DIST/old/moejit_bench_moe"
+      run acceptance-exact.log both moejit_bench_moe --path exact
+      run acceptance-fast-2.log both moejit_bench_moe
+      any=()
+      case ${DEVICE:-} in *H200*) ;; *) any=(--any-device) ;; esac
+      run acceptance-1.md python3 bench/acceptance.py fast "${any[@]}" "$LOGS/acceptance-fast-1.log" \
+        "$LOGS/acceptance-fast-2.log"
+      [ -f "$LOGS/acceptance-old.log" ] && run acceptance-2.md python3 bench/acceptance.py exact "${any[@]}" \
+        --old "$LOGS/acceptance-old.log" "$LOGS/acceptance-exact.log"
+      ;;
     python)
       # A wheel is a zip: unpacked beside the machine's own python3 (which holds torch), no pip needed.
       run python.log bash -c "rm -rf /tmp/moejit-py && python3 -m zipfile -e $DIST/wheels/moejit-*.whl /tmp/moejit-py &&
@@ -224,7 +243,7 @@ for step in "${steps[@]}"; do
       fi
       if [ "$step" = ep2 ] || [ "$step" = ep2-bench ]; then run ep2-bench.log moejit_ep_nccl bench --launch 2; fi
       ;;
-    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench python small-b trace decoded partitions ep ep2 ep2-check ep2-single ep2-bench ep2-kill)" | tee -a "$OUT/summary.txt" ;;
+    *) echo "unknown step '$step' (tests tests-a tests-b tests-par memcheck plan bench acceptance python small-b trace decoded partitions ep ep2 ep2-check ep2-single ep2-bench ep2-kill)" | tee -a "$OUT/summary.txt" ;;
   esac
 done
 tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$LOGS"
