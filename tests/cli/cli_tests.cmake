@@ -109,6 +109,20 @@ if(TARGET moejit_gpu_tests)
     PASS_REGULAR_EXPRESSION "tests-par: 4 shards, the solo and the partition cases cover all [1-9][0-9]* test cases")
 endif()
 
+# tools/gpu_session.sh acceptance runs its benches (a stand-in here: tests/cli/acceptance_dist) and judges them with
+# bench/acceptance.py: both verdicts pass on times that meet the bars, and acceptance 1 misses on times 10% slower.
+foreach(_case IN ITEMS "met|1|PASS +[0-9]+s +acceptance-2.md" "missed|1.1|rc=1 +[0-9]+s +acceptance-1.md")
+  string(REPLACE "|" ";" _case "${_case}")
+  list(GET _case 0 _name)
+  list(GET _case 1 _scale)
+  list(GET _case 2 _pattern)
+  add_test(NAME gpu_session_acceptance_${_name}
+    COMMAND env OUT=${CMAKE_CURRENT_BINARY_DIR}/gpu_session_acceptance_${_name} FAKE_BENCH_SCALE=${_scale}
+            DIST=${PROJECT_SOURCE_DIR}/tests/cli/acceptance_dist ${PROJECT_SOURCE_DIR}/tools/gpu_session.sh acceptance)
+  set_tests_properties(gpu_session_acceptance_${_name} PROPERTIES PASS_REGULAR_EXPRESSION "${_pattern}")
+endforeach()
+set_tests_properties(gpu_session_acceptance_met PROPERTIES FAIL_REGULAR_EXPRESSION "rc=")
+
 # precompile with a layer's options fills exactly what that layer loads (issue 12, acceptance 4):
 # a strict (MOEJIT_NO_JIT=1) run with --input-bf16 finds every kernel; the control, a
 # precompile without the option, leaves the BF16-input kernels out and the strict run fails.
