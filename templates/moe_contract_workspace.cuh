@@ -45,9 +45,10 @@ enum EpMode : int {
 };
 
 // The workspace header. `epoch` counts the forwards that finished on this
-// workspace (the last compute CTA of a forward bumps it), so a forward tags its
-// partial sums with epoch + 1 and no flag needs a reset. `done` counts the
-// compute CTAs that finished this forward. The rest is expert parallelism's
+// workspace (the finalize grid bumps it; with several ranks, the last compute
+// CTA of a forward), so a forward tags its partial sums with epoch + 1 and no
+// flag needs a reset. `done` counts the compute CTAs that finished this
+// forward (several ranks). The rest is expert parallelism's
 // (zero and unused with one rank): `dispatched` is the forward (epoch + 1) whose
 // x rows, routes and token count this rank's dispatch role has published,
 // `dispatch_done` its CTAs that finished; `rank`, `ranks`, `timeout_ns` and

@@ -58,10 +58,29 @@ __device__ void finalize_units(const i32* __restrict__ topk_ids, u16* __restrict
   *reinterpret_cast<uint2*>(y + u64(token) * kHiddenIn + h) = make_uint2(lo, hi);
 }
 
+// The end of a forward on one rank, after the compute grid (griddepcontrol.wait): the GEMM2 readiness
+// counters back to zero and the epoch advanced, so the next forward (stream-ordered after this grid) starts
+// clean and tags its split-K flags anew. With several ranks the compute grid's last CTA does it (each rank's
+// finalize waits for every rank's epoch); with one, there it would sit on the layer's critical path (fences and
+// an atomic after the slowest CTA's last store), here it runs beside the sums.
+template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared>
+__device__ void end_forward(u8* ws) {
+  constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared};
+  constexpr contract::WorkspaceLayout l = contract::workspace_layout(d);
+  constexpr int kCounters = (kExperts + kShared) * (kInter / 128);
+  int* const ready = reinterpret_cast<int*>(ws + l.ready);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < kCounters; i += gridDim.x * blockDim.x) ready[i] = 0;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    auto* h = reinterpret_cast<contract::MoeHeader*>(ws + l.header);
+    h->epoch = h->epoch + 1;
+  }
+}
+
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared, int kHiddenIn,
           int kRanks = 1, int kEp = 0, int kSchedule = 0, int kGrid = 0>
 __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, u8* ws) {
   griddep_wait();  // the arena rows are the compute role's
+  if constexpr (kRanks == 1) end_forward<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared>(ws);
   if constexpr (kSchedule == contract::kScheduleUnits) {
     static_assert(kRanks == 1 && kPath == contract::kPathSm90Fp8, "the unit schedule: one GPU, the fast path");
     return finalize_units<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kHiddenIn, kGrid>(topk_ids, y,
