@@ -1,8 +1,8 @@
 #pragma once
 // The compute role's kernel body (ComputeRole, declared in moe_compute.cuh, which includes this file after the
 // class): the stage ring's barriers, the wait for every rank's dispatch (kRanks > 1), the routing prologue and
-// the shares, the warps' roles, and, with several ranks, the end of a forward (the last CTA out resets the
-// readiness counters and advances the epoch; with one, the finalize grid does).
+// the shares, the warps' roles, and the end of a forward (the last CTA out resets the readiness counters and
+// advances the epoch; on the unit schedule, the finalize grid does).
 
 namespace moejit {
 
@@ -66,17 +66,18 @@ __device__ void ComputeRole<Config>::run(const ComputeParams& p) {
     consumer(p, ring, walker, ws, reinterpret_cast<float*>(smem + kSmem.amax),
              reinterpret_cast<float*>(smem + kSmem.reduce), tag);
 
-  // With several ranks, the last CTA out resets the GEMM2 readiness counters and advances the epoch, which the
-  // other ranks' finalize waits for. With one, the finalize grid does both after this grid (stream order): the
-  // last CTA's fences and atomic sat between the slowest CTA's last store and the grid's end.
-  if constexpr (kRanks > 1) {
+  // The last CTA out resets the GEMM2 readiness counters and advances the
+  // epoch, so the next forward (stream-ordered after this grid) starts clean.
+  // On the unit schedule the finalize grid does it (moe_finalize.cuh, end_forward): there the last CTA's fences
+  // and atomic sat after the slowest CTA's last store, 2 us of a 50 us forward (H100, DSV4.1-Flash B = 1).
+  if constexpr (!kUnits) {
     // (The producer warps ran their loops on lane 0 alone: reconverge them for the aligned barrier.)
     __syncwarp();
-    __threadfence_system();  // the rows written into other ranks' arenas, before `epoch`
+    if constexpr (kRanks > 1) __threadfence_system();  // the rows written into other ranks' arenas, before `epoch`
     __syncthreads();
     // Whether this CTA is the grid's last out, to every thread by the barrier's own reduction, so no shared word
-    // carries it (racecheck reported such a word's write against its reads across a __syncthreads; a minimal
-    // kernel of the pattern, bench/racecheck/mbarrier_handoff.cu's `tail`, drew none on its word).
+    // carries it (racecheck reported such a word's write against its reads across a __syncthreads; a minimal kernel
+    // of the pattern, bench/racecheck/mbarrier_handoff.cu's `tail`, drew none on its word).
     int last = 0;
     if (threadIdx.x == 0) {
       __threadfence();
@@ -87,7 +88,10 @@ __device__ void ComputeRole<Config>::run(const ComputeParams& p) {
       for (int i = threadIdx.x; i < tables.n_active * kKb2; i += blockDim.x) ws.ready[i] = 0;
       if (threadIdx.x == 0) {
         ws.header->done = 0;
-        st_release_sys(&ws.header->epoch, ws.header->epoch + 1);  // the other ranks' finalize waits for it
+        if constexpr (kRanks > 1)
+          st_release_sys(&ws.header->epoch, ws.header->epoch + 1);  // the other ranks' finalize waits for it
+        else
+          ws.header->epoch = ws.header->epoch + 1;
       }
       __threadfence();
     }

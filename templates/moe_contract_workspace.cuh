@@ -45,10 +45,10 @@ enum EpMode : int {
 };
 
 // The workspace header. `epoch` counts the forwards that finished on this
-// workspace (the finalize grid bumps it; with several ranks, the last compute
-// CTA of a forward), so a forward tags its partial sums with epoch + 1 and no
-// flag needs a reset. `done` counts the compute CTAs that finished this
-// forward (several ranks). The rest is expert parallelism's
+// workspace (the last compute CTA of a forward bumps it; on the unit
+// schedule, the finalize grid), so a forward tags its partial sums with
+// epoch + 1 and no flag needs a reset. `done` counts the compute CTAs that
+// finished this forward. The rest is expert parallelism's
 // (zero and unused with one rank): `dispatched` is the forward (epoch + 1) whose
 // x rows, routes and token count this rank's dispatch role has published,
 // `dispatch_done` its CTAs that finished; `rank`, `ranks`, `timeout_ns` and
@@ -90,7 +90,7 @@ enum TraceSlot : int {
   kTraceConsumerPhase1,    // consumer thread 0, GEMM1 share done (epilogues included)
   kTraceConsumerFlagWait,  // consumer thread 0, owners waiting for their split-K pieces (added to)
   kTraceConsumerDone,      // consumer thread 0, last segment done
-  kTraceExit,              // thread 0, after the epoch bookkeeping
+  kTraceExit,              // thread 0, after the epoch bookkeeping (the unit schedule has none)
   kTraceSteps0,            // K128 steps of GEMM1 this CTA streamed (a count)
   kTraceSteps1,            // K128 steps of GEMM2
   kTraceActRoutes,         // activation warp 0, finding the routes of its token tiles (ns)

@@ -58,11 +58,13 @@ __device__ void finalize_units(const i32* __restrict__ topk_ids, u16* __restrict
   *reinterpret_cast<uint2*>(y + u64(token) * kHiddenIn + h) = make_uint2(lo, hi);
 }
 
-// The end of a forward on one rank, after the compute grid (griddepcontrol.wait): the GEMM2 readiness
+// The end of a forward on the unit schedule, after the compute grid (griddepcontrol.wait): the GEMM2 readiness
 // counters back to zero and the epoch advanced, so the next forward (stream-ordered after this grid) starts
-// clean and tags its split-K flags anew. With several ranks the compute grid's last CTA does it (each rank's
-// finalize waits for every rank's epoch); with one, there it would sit on the layer's critical path (fences and
-// an atomic after the slowest CTA's last store), here it runs beside the sums.
+// clean and tags its split-K flags anew. The other schedules' compute grid does it in its last CTA
+// (moe_compute_run.cuh), where on the unit schedule the fences and atomic sat after the slowest CTA's last
+// store: 2 us of a 50 us forward (H100, DSV4.1-Flash B = 1); here it runs beside the sums. (Moved for every
+// schedule, it changed the allocation of the stream kernels, which sit at their 128-register cap, into 4-28 B
+// of spills at B >= 8; there the tail was within the spread.)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kPath, int kShared>
 __device__ void end_forward(u8* ws) {
   constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared};
@@ -80,9 +82,9 @@ template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int k
           int kRanks = 1, int kEp = 0, int kSchedule = 0, int kGrid = 0>
 __device__ void moe_finalize(const i32* __restrict__ topk_ids, u16* __restrict__ y, u32 tokens, u8* ws) {
   griddep_wait();  // the arena rows are the compute role's
-  if constexpr (kRanks == 1) end_forward<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared>(ws);
   if constexpr (kSchedule == contract::kScheduleUnits) {
     static_assert(kRanks == 1 && kPath == contract::kPathSm90Fp8, "the unit schedule: one GPU, the fast path");
+    end_forward<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared>(ws);
     return finalize_units<kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared, kHiddenIn, kGrid>(topk_ids, y,
                                                                                                          tokens, ws);
   }

@@ -80,7 +80,7 @@ TEST_CASE("two layers planned for 64-SM partitions (MoeLayerOptions::sm_count) r
 TEST_CASE("8 layers sharing one caller workspace on one stream give the bytes of 8 layers with their own") {
   // Engine-owned memory (issue 13): one workspace, zeroed once, serves every
   // layer of a decode step in turn, because each forward leaves it ready for
-  // the next (epoch tags, counters reset by the finalize grid).
+  // the next (epoch tags, counters reset by the last CTA or, on the unit schedule, the finalize grid).
   runtime::ScopedContext ctx(0);
   const std::uint64_t seed = gpu_test::seed() ^ 0x5A5Eull;
   const codegen::MoeConfig config = gpu_test::small_config("shared-ws", 16, 4, 1024, 768);

@@ -440,6 +440,30 @@ TEST_CASE("a step of at most 32 routes gets its routing tables from one warp in 
   CHECK_FALSE(warp_tables(3));
 }
 
+TEST_CASE("a forward on the unit schedule ends in the finalize grid, on the stream schedule in the last compute CTA") {
+  // The last CTA out counts itself with an atomic on the header's `done` and resets the readiness counters and
+  // the epoch; on the unit schedule the finalize grid stores them instead (moe_finalize.cuh, end_forward), so no
+  // compute CTA waits on fences and an atomic after its last store.
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
+  auto count = [](const std::string& ptx, const std::string& op) {
+    int n = 0;
+    for (std::size_t at = ptx.find(op); at != std::string::npos; at = ptx.find(op, at + 1)) ++n;
+    return n;
+  };
+  for (int batch : {1, 3}) {
+    CAPTURE(batch);
+    const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, batch, h200);
+    const bool units = plan.schedule == codegen::Schedule::units;
+    CHECK(units == (batch == 1));
+    const std::string compute = jit::build_kernel(codegen::moe_compute_spec(glm, plan)).final_ptx;
+    const std::string finalize = jit::build_kernel(codegen::moe_finalize_spec(glm, plan)).final_ptx;
+    CHECK(count(compute, "atom.global.add.u32") == (units ? 0 : 1));
+    // end_forward's stores: the counters and the epoch (the combine itself stores y in vectors).
+    CHECK((count(finalize, "st.global.u32") > 0) == units);
+  }
+}
+
 TEST_CASE("PDL between the roles is planned up to B = 4 on the fast atom and B = 2 on the exact one, one GPU") {
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
   for (const char* model : {"glm5.2", "dsv4.1-flash", "gpt-oss-120b"}) {
