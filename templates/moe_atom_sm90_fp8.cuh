@@ -54,12 +54,18 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
   // GEMM1 runs mainloop_split on the dispatch role's split rows (contract::path_split_rows).
 
   // The issue cost of a K128 step per phase (GEMM1 split, GEMM2) and token
-  // tile class (N = 8, 16, 32, 64), in instructions per 8 weights: N = 8 and
-  // 16 are the K-loops' SASS (tests/sass: 384 / 506 split, 318 / 411
-  // instructions per step); 32 and 64 extend that 8 -> 16 step linearly
-  // (this atom's tile_n is at most 16). The schedule balances CTAs by it
-  // (moe_schedule.cuh).
-  static constexpr int kStepCost[2][4] = {{24, 32, 47, 77}, {20, 26, 37, 61}};
+  // tile class (N = 8, 16, 32, 64), in proportion to the K-loops' SASS
+  // instructions per step (tests/sass, GLM5.2 B = 64): GEMM1 in the token
+  // frame 265 / 333 (4 : 5), in MX blocks 384 / 506 when the table was made
+  // (3 : 4, kept: the frame runs wherever 16-column tiles do, but for weight
+  // scales it cannot hold); GEMM2 270 / 333 (17 : 21). 32 and 64 extend the
+  // 8 -> 16 step linearly (this atom's tile_n is at most 16). The schedule
+  // balances CTAs by it (moe_schedule.cuh); with the frame's loops on the
+  // MX-block table (GEMM2 then 20 : 26), GLM5.2 B = 256's CTAs finished up
+  // to 5% apart on the H200 (bench/results/2026-12-07-h200-s95-s98-acceptance.md).
+  static constexpr int kFrameStepCost[2][4] = {{20, 25, 35, 55}, {17, 21, 29, 45}};
+  static constexpr int kBlockStepCost[2][4] = {{24, 32, 47, 77}, {17, 21, 29, 45}};
+  static constexpr const int (&kStepCost)[2][4] = kFrame ? kFrameStepCost : kBlockStepCost;
 
   // Decoded scales (StageRing::kDecoded), by one warp: every scale word of stage s, its weight rows' and its
   // token columns', as the four FP32 values StepScales<N, T, true> reads.
