@@ -53,19 +53,12 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
   }
   // GEMM1 runs mainloop_split on the dispatch role's split rows (contract::path_split_rows).
 
-  // The issue cost of a K128 step per phase (GEMM1 split, GEMM2) and token
-  // tile class (N = 8, 16, 32, 64), in proportion to the K-loops' SASS
-  // instructions per step (tests/sass, GLM5.2 B = 64): GEMM1 in the token
-  // frame 265 / 333 (4 : 5), in MX blocks 384 / 506 when the table was made
-  // (3 : 4, kept: the frame runs wherever 16-column tiles do, but for weight
-  // scales it cannot hold); GEMM2 270 / 333 (17 : 21). 32 and 64 extend the
-  // 8 -> 16 step linearly (this atom's tile_n is at most 16). The schedule
-  // balances CTAs by it (moe_schedule.cuh); with the frame's loops on the
-  // MX-block table (GEMM2 then 20 : 26), GLM5.2 B = 256's CTAs finished up
-  // to 5% apart on the H200 (bench/results/2026-12-07-h200-s95-s98-acceptance.md).
-  static constexpr int kFrameStepCost[2][4] = {{20, 25, 35, 55}, {17, 21, 29, 45}};
-  static constexpr int kBlockStepCost[2][4] = {{24, 32, 47, 77}, {17, 21, 29, 45}};
-  static constexpr const int (&kStepCost)[2][4] = kFrame ? kFrameStepCost : kBlockStepCost;
+  // The issue cost of a K128 step per phase and token tile class, by which the schedule balances CTAs
+  // (moe_schedule.cuh): contract::kSm90Fp8FrameStepCost / kSm90Fp8BlockStepCost, the K-loops' SASS. With the
+  // frame's loops on the MX-block table (and GEMM2 at 20 : 26, older than its loop), GLM5.2 B = 256's CTAs
+  // finished up to 5% apart on the H200 (bench/results/2026-12-07-h200-s95-s98-acceptance.md).
+  static constexpr const int (&kStepCost)[2][4] = kFrame ? contract::kSm90Fp8FrameStepCost
+                                                         : contract::kSm90Fp8BlockStepCost;
 
   // Decoded scales (StageRing::kDecoded), by one warp: every scale word of stage s, its weight rows' and its
   // token columns', as the four FP32 values StepScales<N, T, true> reads.
