@@ -55,8 +55,8 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
 
   // The issue cost of a K128 step per phase and token tile class, by which the schedule balances CTAs
   // (moe_schedule.cuh): contract::kSm90Fp8FrameStepCost / kSm90Fp8BlockStepCost, the K-loops' SASS. With the
-  // frame's loops on the MX-block table (and GEMM2 at 20 : 26, older than its loop), GLM5.2 B = 256's CTAs
-  // finished up to 5% apart on the H200 (bench/results/2026-12-07-h200-s95-s98-acceptance.md).
+  // frame's loops on the MX-block table (and GEMM2 at 20 : 26, older than its loop), GLM5.2 B = 256's last CTA
+  // finished 2.7% after the median one on the H200 (bench/results/2026-12-07-h200-s95-s98-acceptance.md).
   static constexpr const int (&kStepCost)[2][4] = kFrame ? contract::kSm90Fp8FrameStepCost
                                                          : contract::kSm90Fp8BlockStepCost;
 

@@ -63,8 +63,8 @@ MOEJIT_HD constexpr bool path_cost_weighted(int path) {
 // (the atom's tile_n is at most 16). GEMM1's loops in the token frame (265 / 333 instructions a step) and in
 // MX blocks (384 / 506 when it was made; 330 / 423 today for weights with subnormal scales, which keep MX blocks
 // at every B) differ; GEMM2's are the same in both (270 / 333).
-constexpr int kSm90Fp8FrameStepCost[2][4] = {{20, 25, 35, 55}, {17, 21, 29, 45}};
-constexpr int kSm90Fp8BlockStepCost[2][4] = {{24, 32, 47, 77}, {17, 21, 29, 45}};
+inline constexpr int kSm90Fp8FrameStepCost[2][4] = {{20, 25, 35, 55}, {17, 21, 29, 45}};
+inline constexpr int kSm90Fp8BlockStepCost[2][4] = {{24, 32, 47, 77}, {17, 21, 29, 45}};
 
 // A projection of rows64 64-row weight tiles in items of `tiles`: the tiles of
 // a token tile's last item (the rest; `tiles` where they divide).
