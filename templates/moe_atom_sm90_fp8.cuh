@@ -53,13 +53,12 @@ struct AtomSm90Fp8 : Sm90Fp8StepMath {
   }
   // GEMM1 runs mainloop_split on the dispatch role's split rows (contract::path_split_rows).
 
-  // The issue cost of a K128 step per phase (GEMM1 split, GEMM2) and token
-  // tile class (N = 8, 16, 32, 64), in instructions per 8 weights: N = 8 and
-  // 16 are the K-loops' SASS (tests/sass: 384 / 506 split, 318 / 411
-  // instructions per step); 32 and 64 extend that 8 -> 16 step linearly
-  // (this atom's tile_n is at most 16). The schedule balances CTAs by it
-  // (moe_schedule.cuh).
-  static constexpr int kStepCost[2][4] = {{24, 32, 47, 77}, {20, 26, 37, 61}};
+  // The issue cost of a K128 step per phase and token tile class, by which the schedule balances CTAs
+  // (moe_schedule.cuh): contract::kSm90Fp8FrameStepCost / kSm90Fp8BlockStepCost, the K-loops' SASS. With the
+  // frame's loops on the MX-block table (and GEMM2 at 20 : 26, older than its loop), GLM5.2 B = 256's last CTA
+  // finished 2.7% after the median one on the H200 (bench/results/2026-12-07-h200-s95-s98-acceptance.md).
+  static constexpr const int (&kStepCost)[2][4] = kFrame ? contract::kSm90Fp8FrameStepCost
+                                                         : contract::kSm90Fp8BlockStepCost;
 
   // Decoded scales (StageRing::kDecoded), by one warp: every scale word of stage s, its weight rows' and its
   // token columns', as the four FP32 values StepScales<N, T, true> reads.

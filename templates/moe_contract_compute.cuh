@@ -57,6 +57,14 @@ MOEJIT_HD constexpr int owner_reduce_bytes(int groups, int tiles, int tile_n) {
 MOEJIT_HD constexpr bool path_cost_weighted(int path) {
   return path == kPathSm90Fp8;
 }
+// The sm90-fp8-wgmma atom's step costs (AtomSm90Fp8::kStepCost) by phase (GEMM1 split rows, GEMM2) and token
+// tile class (N = 8, 16, 32, 64): in proportion to its K-loops' SASS instructions a K128 step at N = 8 and 16
+// (tests/sass holds each 16 / 8 ratio to the SASS's within 5%), 32 and 64 extending the 8 -> 16 step linearly
+// (the atom's tile_n is at most 16). GEMM1's loops in the token frame (265 / 333 instructions a step) and in
+// MX blocks (384 / 506 when it was made; 330 / 423 today for weights with subnormal scales, which keep MX blocks
+// at every B) differ; GEMM2's are the same in both (270 / 333).
+inline constexpr int kSm90Fp8FrameStepCost[2][4] = {{20, 25, 35, 55}, {17, 21, 29, 45}};
+inline constexpr int kSm90Fp8BlockStepCost[2][4] = {{24, 32, 47, 77}, {17, 21, 29, 45}};
 
 // A projection of rows64 64-row weight tiles in items of `tiles`: the tiles of
 // a token tile's last item (the rest; `tiles` where they divide).
