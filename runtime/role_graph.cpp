@@ -21,6 +21,10 @@ std::string role_graph_key(const std::vector<RoleLaunch>& roles, bool programmat
   return h.hex();
 }
 
+// A forward's first role is never programmatic, so it starts after the previous forward's last grid has ended:
+// the compute role reads the workspace's epoch and readiness counters before any griddepcontrol.wait, and on the
+// unit schedule the finalize grid is what resets them (moe_finalize.cuh, end_forward). RoleGraph's first node
+// likewise has no programmatic edge.
 void launch_roles(std::vector<RoleLaunch>& roles, CUstream stream, bool programmatic) {
   for (std::size_t i = 0; i < roles.size(); ++i)
     roles[i].kernel->launch_ex(roles[i].dims, stream, roles[i].args.pointers(), programmatic && i > 0);

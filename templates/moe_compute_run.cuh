@@ -66,10 +66,10 @@ __device__ void ComputeRole<Config>::run(const ComputeParams& p) {
     consumer(p, ring, walker, ws, reinterpret_cast<float*>(smem + kSmem.amax),
              reinterpret_cast<float*>(smem + kSmem.reduce), tag);
 
-  // The last CTA out resets the GEMM2 readiness counters and advances the
-  // epoch, so the next forward (stream-ordered after this grid) starts clean.
-  // On the unit schedule the finalize grid does it (moe_finalize.cuh, end_forward): there the last CTA's fences
-  // and atomic sat after the slowest CTA's last store, 2 us of a 50 us forward (H100, DSV4.1-Flash B = 1).
+  // The last CTA out resets the GEMM2 readiness counters and advances the epoch, so the next forward
+  // (stream-ordered after this grid) starts clean. On the unit schedule the finalize grid does it (moe_finalize.cuh,
+  // end_forward): there the last CTA's fences and atomic sat after the slowest CTA's last store, 2 us of a 50 us
+  // forward (H100, DSV4.1-Flash B = 1: bench/results/2026-12-07-h100-s100-s102-unit-tail-and-step-cost.md).
   if constexpr (!kUnits) {
     // (The producer warps ran their loops on lane 0 alone: reconverge them for the aligned barrier.)
     __syncwarp();

@@ -48,7 +48,7 @@ enum EpMode : int {
 // workspace (the last compute CTA of a forward bumps it; on the unit
 // schedule, the finalize grid), so a forward tags its partial sums with
 // epoch + 1 and no flag needs a reset. `done` counts the compute CTAs that
-// finished this forward. The rest is expert parallelism's
+// finished this forward (the unit schedule leaves it at 0). The rest is expert parallelism's
 // (zero and unused with one rank): `dispatched` is the forward (epoch + 1) whose
 // x rows, routes and token count this rank's dispatch role has published,
 // `dispatch_done` its CTAs that finished; `rank`, `ranks`, `timeout_ns` and
@@ -166,13 +166,18 @@ MOEJIT_HD constexpr int partial_granule(int g, int t, int threads) {
   return g * threads + t;
 }
 
+// The GEMM2 readiness counters: int [E + shared][I/128], by (active expert index, K128 block of I).
+MOEJIT_HD constexpr long long ready_counters(MoeDims d) {
+  return (long long)(d.experts + d.shared) * (d.inter / 128);
+}
+
 MOEJIT_HD constexpr WorkspaceLayout workspace_layout(MoeDims d) {
   WorkspaceLayout l{};
   long long at = 0;
   const long long routes = route_capacity(d);
   const bool fp8 = path_fp8_rows(d.path);
   l.header = at, at += align_up(sizeof(MoeHeader), 256);
-  l.ready = at, at += align_up(4LL * (d.experts + d.shared) * (d.inter / 128), 256);
+  l.ready = at, at += align_up(4 * ready_counters(d), 256);
   l.x_q = at, at += align_up((long long)d.capacity * d.hidden, 256);
   l.x_scales = at, at += align_up(4LL * d.capacity * (d.hidden / 128), 256);
   l.x_small = at, at += path_split_rows(d.path) ? align_up((long long)d.capacity * d.hidden, 256) : 0;

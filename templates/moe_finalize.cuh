@@ -69,7 +69,7 @@ template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int k
 __device__ void end_forward(u8* ws) {
   constexpr contract::MoeDims d{kExperts, kTopK, kHidden, kInter, kCapacity, kPath, kShared};
   constexpr contract::WorkspaceLayout l = contract::workspace_layout(d);
-  constexpr int kCounters = (kExperts + kShared) * (kInter / 128);
+  constexpr int kCounters = int(contract::ready_counters(d));
   int* const ready = reinterpret_cast<int*>(ws + l.ready);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < kCounters; i += gridDim.x * blockDim.x) ready[i] = 0;
   if (blockIdx.x == 0 && threadIdx.x == 0) {

@@ -124,8 +124,8 @@ TEST_CASE("a captured decode step of two layers replays 100 times bitwise like e
   CHECK(mismatches == 0);
   CHECK(bad == 0);
   CHECK(worst_cosine >= 0.99999);
-  // Every replay ran the dispatch role once per layer (the epoch is monotone,
-  // nothing resets it), and the graphs were never rebuilt.
+  // Every replay ran one forward per layer (the epoch counts them: the last compute CTA or, on the unit
+  // schedule, the finalize grid advances it; nothing resets it), and the graphs were never rebuilt.
   CHECK(header_epoch(layer1, capture) == replays);
   CHECK(header_epoch(layer2, capture) == replays);
   CHECK(header_epoch(layer1, eager) == replays);
