@@ -25,6 +25,12 @@ long long constant_of(const codegen::KernelSpec& spec, const std::string& name) 
     if (n == name) return v;
   return -1;
 }
+// How many times `needle` occurs in `text`.
+int occurrences(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
 }  // namespace
 
 TEST_CASE(
@@ -446,11 +452,6 @@ TEST_CASE("a forward on the unit schedule ends in the finalize grid, on the stre
   // compute CTA waits on fences and an atomic after its last store.
   const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
-  auto count = [](const std::string& ptx, const std::string& op) {
-    int n = 0;
-    for (std::size_t at = ptx.find(op); at != std::string::npos; at = ptx.find(op, at + 1)) ++n;
-    return n;
-  };
   for (int batch : {1, 3}) {
     CAPTURE(batch);
     const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, batch, h200);
@@ -458,9 +459,9 @@ TEST_CASE("a forward on the unit schedule ends in the finalize grid, on the stre
     CHECK(units == (batch == 1));
     const std::string compute = jit::build_kernel(codegen::moe_compute_spec(glm, plan)).final_ptx;
     const std::string finalize = jit::build_kernel(codegen::moe_finalize_spec(glm, plan)).final_ptx;
-    CHECK(count(compute, "atom.global.add.u32") == (units ? 0 : 1));
+    CHECK(occurrences(compute, "atom.global.add.u32") == (units ? 0 : 1));
     // end_forward's stores: the counters and the epoch (the combine itself stores y in vectors).
-    CHECK((count(finalize, "st.global.u32") > 0) == units);
+    CHECK((occurrences(finalize, "st.global.u32") > 0) == units);
   }
 }
 
@@ -538,14 +539,8 @@ TEST_CASE("subnormal weight scales: the fast atom's K-loop decodes code 0 as 2^-
   CHECK(flushed.compute == subnormal.compute);  // the same geometry
   // 2^-127 is 0x00400000: the subnormal kernel raises every weight scale code 0 to it in its K-loops, the other
   // only the activation scales it decodes where they are staged.
-  auto raises = [](const jit::BuildArtifacts& built) {
-    std::size_t n = 0;
-    for (std::size_t at = built.final_ptx.find("4194304"); at != std::string::npos;
-         at = built.final_ptx.find("4194304", at + 1))
-      ++n;
-    return n;
-  };
-  CHECK(raises(jit::build_kernel(b)) > raises(jit::build_kernel(a)));
+  CHECK(occurrences(jit::build_kernel(b).final_ptx, "4194304") >
+        occurrences(jit::build_kernel(a).final_ptx, "4194304"));
   // The other atoms do not read codes this way: the option changes nothing there.
   o.path = codegen::ComputePath::exact;
   const codegen::MoeLaunchPlan exact = codegen::plan_launch(glm, 8, h200, o);
