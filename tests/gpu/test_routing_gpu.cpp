@@ -122,9 +122,9 @@ TEST_CASE(
         }
       }
       const reference::Agreement a = reference::compare(got_ok, want_ok);
-      MESSAGE(v.name << ", " << step.name << ": B=" << B << " (" << (layer.plan(B).warp_tables ? "warp" : "block")
-                     << " tables) poisoned tokens " << poisoned << ", the others cos_q=" << a.cosine << " non-finite "
-                     << a.nan_or_inf);
+      MESSAGE(v.name << ", " << step.name << ": B=" << B << " ("
+                     << std::string(layer.plan(B).warp_tables ? "warp" : "block") << " tables) poisoned tokens "
+                     << poisoned << ", the others cos_q=" << a.cosine << " non-finite " << a.nan_or_inf);
       CHECK(a.nan_or_inf == 0);
       CHECK(a.cosine >= 0.99999);
       CHECK(poisoned == (step.ids.size() == 32 && step.ids[0] < 0 ? 2 : step.ids.size() == 40 ? 1 : 0));
