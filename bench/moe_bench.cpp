@@ -42,7 +42,7 @@ One row per model and B:
   %floor     floor_us / median_us                       disp_us, comp_us, fin_us  per role, eager, with events
   sm_MHz     the SM clock right after the replays (consumer-bound points move with it)
   and the plan that ran: tile_n/stages, CTAs per SM, consumer warpgroups, schedule, pdl, paired (GEMM1 rows),
-  frame (GEMM1's rows in one scale frame per token).
+  frame (GEMM1's rows in one scale frame per token), tables (the routing tables by one warp or by the block).
 
 options:
   --batches 1,8,...        batch sizes B (default 1,2,4,8,16,32,64,128,256); --quick: 1,8,64,256
@@ -60,6 +60,7 @@ options:
   --schedule planned,stream,units,items   schedules to sweep
   --paired-rows planned,on,off   GEMM1's short segments paired (MoeCodegenOptions::paired_rows) to sweep
   --token-frame planned,on,off   GEMM1's rows in one scale frame per token (MoeCodegenOptions::token_frame) to sweep
+  --warp-tables planned,on,off   the routing tables by one warp or by the block (MoeCodegenOptions::warp_tables) to sweep
   --decoded-scales         the decoder-warp variant (MoeCodegenOptions::decoded_scales)
   --pdl | --no-pdl         programmatic dependent launch between the roles (default: as planned)
   --sm-count N             plan and launch the roles for N SMs (MoeLayerOptions::sm_count; 0: all). Fewer SMs
@@ -112,6 +113,7 @@ int run(int argc, char** argv) {
       std::nullopt};                                              // --schedule planned,stream,units,items
   std::vector<std::optional<bool>> paired_list = {std::nullopt};  // --paired-rows planned,on,off
   std::vector<std::optional<bool>> frame_list = {std::nullopt};   // --token-frame planned,on,off
+  std::vector<std::optional<bool>> tables_list = {std::nullopt};  // --warp-tables planned,on,off
   codegen::MoeCodegenOptions codegen_options;
   codegen::Recipe recipe = codegen::Recipe::w4a8_mx;
   bool shared_expert = false;
@@ -150,6 +152,8 @@ int run(int argc, char** argv) {
       paired_list = bench::parse_switch_list(a, argv[++i]);
     } else if (a == "--token-frame" && i + 1 < argc) {
       frame_list = bench::parse_switch_list(a, argv[++i]);
+    } else if (a == "--warp-tables" && i + 1 < argc) {
+      tables_list = bench::parse_switch_list(a, argv[++i]);
     } else if (a == "--model" && i + 1 < argc) {
       const std::string name = argv[++i];
       models = {{name, codegen::builtin_model(name)}};
@@ -233,7 +237,7 @@ int run(int argc, char** argv) {
       codegen::recipe_name(recipe), codegen_options.input_bf16 ? ", BF16 x" : "");
   fmt::print("{:<19} {:>4} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9} {:>7}  {}\n", "model", "B", "experts",
              "floor_us", "median_us", "%floor", "disp_us", "comp_us", "fin_us", "sm_MHz",
-             "tile_n/stages xCTAs groups act-warps schedule pdl paired frame");
+             "tile_n/stages xCTAs groups act-warps schedule pdl paired frame tables");
 
   if (shared_expert) {
     std::vector<Model> with;
@@ -254,22 +258,25 @@ int run(int argc, char** argv) {
     models = with;
   }
 
-  // CTAs per SM, groups, schedule, activation warps, pairing, token frame
-  std::vector<std::tuple<int, int, std::optional<codegen::Schedule>, int, std::optional<bool>, std::optional<bool>>>
+  // CTAs per SM, groups, schedule, activation warps, pairing, token frame, warp tables
+  std::vector<std::tuple<int, int, std::optional<codegen::Schedule>, int, std::optional<bool>, std::optional<bool>,
+                         std::optional<bool>>>
       layouts;
   for (int ctas : ctas_list)
     for (int groups : groups_list)
       for (const auto& schedule : schedule_list)
         for (int act : act_list)
           for (const auto& paired : paired_list)
-            for (const auto& frame : frame_list) layouts.emplace_back(ctas, groups, schedule, act, paired, frame);
+            for (const auto& frame : frame_list)
+              for (const auto& tables : tables_list)
+                layouts.emplace_back(ctas, groups, schedule, act, paired, frame, tables);
   std::mt19937_64 rng(std::random_device{}());
   for (const Model& m : models) {
     codegen::MoeConfig config = m.config;
     config.recipe = recipe;
     const reference::MoeProblem p = oracle::problem_of(config);
     const oracle::RandomWeights weights = oracle::random_weights(p, rng(), {}, config.biases);
-    for (const auto& [ctas, groups, schedule, act, paired, frame] : layouts) {
+    for (const auto& [ctas, groups, schedule, act, paired, frame, tables] : layouts) {
       runtime::MoeLayerOptions options;
       options.check_routes_on_host = false;  // graph capture: no host copies inside forward
       options.codegen = codegen_options;
@@ -279,6 +286,7 @@ int run(int argc, char** argv) {
       options.codegen.activation_warps = act;
       options.codegen.paired_rows = paired;
       options.codegen.token_frame = frame;
+      options.codegen.warp_tables = tables;
       options.pdl = pdl;
       options.sm_count = sm_count;
       runtime::MoeLayer layer(config, weights.device(), options);
@@ -344,11 +352,11 @@ int run(int argc, char** argv) {
         fmt::print(
             "{:<19} {:>4} {:>7.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>9.1f} {:>9.1f} {:>9.1f} {:>7.0f}  {}/{} x{} g{} "
             "a{} "
-            "{} {} {} {}\n",
+            "{} {} {} {} {}\n",
             m.name, b, touched, floor_us, med, 100.0 * floor_us / med, median(d), median(c), median(f), mhz,
             plan.tile_n, plan.stages, plan.compute.blocks_per_sm, plan.groups, plan.activation_warps,
             codegen::schedule_name(plan.schedule), plan.pdl ? "pdl" : "-", plan.paired_rows ? "paired" : "-",
-            plan.token_frame ? "frame" : "-");
+            plan.token_frame ? "frame" : "-", plan.warp_tables ? "warp" : "block");
         if (!leave_out.empty()) {
           // The same forwards launched role by role (programmatic edges as planned) into one capture, whole and
           // less each role: the differences are the roles' shares, overlap included.

@@ -108,7 +108,8 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan) 
                              : plan.batch <= contract::kPairedRows && plan.tile_n == 8 ? contract::kPairedAll
                                                                                        : contract::kPairedShort},
                  {"kActWarps", plan.activation_warps},
-                 {"kTokenFrame", plan.token_frame ? 1 : 0}};
+                 {"kTokenFrame", plan.token_frame ? 1 : 0},
+                 {"kWarpTables", plan.warp_tables ? 1 : 0}};
   s.min_blocks_per_sm = plan.compute.blocks_per_sm;
   s.max_registers = plan.compute.register_cap;  // the occupancy pass pins it as .maxnreg
   s.params_struct = "moejit::ComputeParams";

@@ -163,6 +163,7 @@ MoeLaunchPlan plan_launch(const MoeConfig& config, int batch, const DeviceProfil
   plan_weight_scales(p, config, batch, options, atom);
   // Expert parallelism's decisions; a dispatch split leaves SMs out of the compute grid.
   p.ep = plan_ep(config, batch, device.sm_count, options, p.notes);
+  plan_routing(p, config, batch, options);
   plan_compute(p, config, batch, device, options, atom);
   plan_dispatch(p, config, batch, device, options);
   plan_finalize(p, config, batch, device);
@@ -207,6 +208,7 @@ void to_json(nlohmann::json& j, const MoeLaunchPlan& p) {
        {"activation_warps", p.activation_warps},
        {"subnormal_weight_scales", p.subnormal_weight_scales},
        {"token_frame", p.token_frame},
+       {"warp_tables", p.warp_tables},
        {"ep", {{"mode", p.ep.mode}, {"modes", ep_mode_names(p.ep.mode)}, {"dispatch_sms", p.ep.dispatch_sms}}},
        {"dispatch", p.dispatch},
        {"compute", p.compute},

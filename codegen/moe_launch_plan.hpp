@@ -69,6 +69,9 @@ struct MoeCodegenOptions {
   // GEMM1's rows in one scale frame per token (MoeLaunchPlan::token_frame): on, off, or unset: as planned.
   // An A/B knob.
   std::optional<bool> token_frame;
+  // The compute CTA's routing tables by one warp (MoeLaunchPlan::warp_tables): on (steps of at most 32 schedule
+  // routes on one GPU), off (the block's), or unset: as planned. An A/B knob.
+  std::optional<bool> warp_tables;
   // Expert parallelism (R > 1), overriding the plan (unset: as planned): the contract::EpMode bits, and the
   // SMs left to the dispatch role (MOEJIT_DISPATCH_SMS sets it when unset here; 0: it shares the compute's).
   std::optional<int> ep_mode;
@@ -129,6 +132,10 @@ struct MoeLaunchPlan {
   // drops the activation scale (two FP32 operations a value, not three), and the GEMM1 epilogue multiplies the
   // frame in.
   bool token_frame = false;
+  // The compute CTA's routing tables by one warp (route_tables_warp: a lane a route, no block barrier but one), for
+  // the steps of at most 32 schedule routes (B k, plus one with the fused shared expert) on one GPU; else by the
+  // whole block. The kernel holds only the planned one.
+  bool warp_tables = false;
   EpPlan ep;
   RolePlan dispatch, compute, finalize;
   std::int64_t workspace_bytes = 0;  // per stream

@@ -191,4 +191,31 @@ void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, cons
                     options.tile_n));
 }
 
+// A decode step of at most 32 schedule routes has at most 32 active experts: one warp builds the routing tables from
+// a load a lane (route_tables_warp), where the block's tables take ten barriers and scans over E. Measured on the
+// unit schedule at B = 1: the tables done 1.3 us after entry against 2.5, on the H200
+// (bench/results/2026-12-03-h200-prologue-and-loops.md). Planned up to B = contract::kPairedRows, where every
+// kernel compiles without spills: above, the stream kernels at their 128-register cap spill 12-20 B with it
+// (DSV4.1-Flash B = 5, gpt-oss B = 5-8). The kernel compiles the planned builder only: both beside each other had
+// moved the stream kernels' allocation into spills at B <= 4 too.
+void plan_routing(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options) {
+  const int routes = batch * config.top_k + (config.shared_expert ? 1 : 0);
+  const std::string why_not = config.ranks != 1 ? std::string("expert parallelism's routes come from every rank")
+                              : routes > 32     ? fmt::format("{} schedule routes > 32 (a lane a route)", routes)
+                                                : std::string();
+  if (options.warp_tables == true && !why_not.empty())
+    throw ConfigError("warp_tables",
+                      fmt::format("warp_tables = on is invalid here: {} (allowed: off, or as planned)", why_not));
+  const bool planned = batch <= contract::kPairedRows;
+  p.warp_tables = why_not.empty() && (options.warp_tables == true || (planned && options.warp_tables != false));
+  p.notes.push_back(p.warp_tables ? fmt::format("routing tables by one warp: {} schedule routes, a lane each{}", routes,
+                                                options.warp_tables ? " (set by the options)" : "")
+                    : !why_not.empty() ? fmt::format("routing tables by the block: {}", why_not)
+                    : options.warp_tables == false
+                        ? std::string("routing tables by the block: warp_tables = off set by the options")
+                        : fmt::format("routing tables by the block: B = {} > {}, where the stream kernels "
+                                      "spill with the warp's (--warp-tables on sets it)",
+                                      batch, contract::kPairedRows));
+}
+
 }  // namespace moejit::codegen

@@ -32,6 +32,9 @@ double expected_unit_balance(const MoeConfig& config, int batch, int grid);
 void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,
                    const MoeCodegenOptions& options, const AtomTraits& atom);
 
+// Who builds the compute CTA's routing tables (MoeLaunchPlan::warp_tables).
+void plan_routing(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options);
+
 // codegen/plan_compute.cpp
 // The compute items' 64-row tiles (halved until a token tile's last item is one the role runs).
 void plan_items(MoeLaunchPlan& p, const MoeConfig& config, int batch, const AtomTraits& atom);

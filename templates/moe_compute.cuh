@@ -87,13 +87,13 @@ __device__ __forceinline__ float gated_activation(float gate, float up, float cl
 // defined by role in other files, each under one short template head.
 template <int kExperts_, int kTopK_, int kHidden_, int kInter_, int kCapacity_, int kGroups_, int kTiles_, int kTileN_,
           int kStages_, int kGrid_, int kActivation_, int kShared_, int kDecoded_, class Atom_, int kRanks_, int kEp_,
-          int kSchedule_, int kPaired_, int kActWarps_>
+          int kSchedule_, int kPaired_, int kActWarps_, int kWarpTables_>
 struct ComputeConfig {
   static constexpr int kExperts = kExperts_, kTopK = kTopK_, kHidden = kHidden_, kInter = kInter_,
                        kCapacity = kCapacity_, kGroups = kGroups_, kTiles = kTiles_, kTileN = kTileN_,
                        kStages = kStages_, kGrid = kGrid_, kActivation = kActivation_, kShared = kShared_,
                        kDecoded = kDecoded_, kRanks = kRanks_, kEp = kEp_, kSchedule = kSchedule_, kPaired = kPaired_,
-                       kActWarps = kActWarps_;
+                       kActWarps = kActWarps_, kWarpTables = kWarpTables_;
   using Atom = Atom_;
 };
 
@@ -105,6 +105,8 @@ struct ComputeRole {
                        kGrid = Config::kGrid, kActivation = Config::kActivation, kShared = Config::kShared,
                        kDecoded = Config::kDecoded, kRanks = Config::kRanks, kEp = Config::kEp,
                        kSchedule = Config::kSchedule, kPaired = Config::kPaired, kActWarps = Config::kActWarps;
+  // MoeLaunchPlan::warp_tables: the routing tables by one warp, for steps of at most 32 schedule routes.
+  static constexpr bool kWarpTables = Config::kWarpTables != 0;
   using Atom = typename Config::Atom;
   static constexpr int kPath = Atom::kPath;
   static constexpr bool kFp8Rows = contract::path_fp8_rows(kPath);
@@ -139,12 +141,6 @@ struct ComputeRole {
   // paired one).
   static constexpr int kTileRows = kPaired == contract::kPairedAll ? contract::kPairedRows : kTileN;
   static constexpr bool kUnits = kSchedule == contract::kScheduleUnits;
-  // The routing tables of a step of at most 32 routes by one warp (route_tables_warp: about 1 us sooner to the
-  // first weight copy on the H200), in the unit schedule's kernel (planned at B = 1) only. Not in the stream
-  // kernels: at their 128-register cap the second prologue moved their allocation (4 bytes spilled, two more
-  // instructions a K-loop step; 1-2 points slower at B = 8-16, where the tables are not even built that way,
-  // bench/results/2026-12-03-h200-prologue-and-loops.md).
-  static constexpr bool kWarpTables = kRanks == 1 && kUnits;
   using StreamWalker = SegmentWalker<kSlots, kHidden, kInter, kTiles, kTileRows, kGrid, Atom, kSmem.shares>;
   using Walker = typename SelectType<
       kUnits, UnitWalker<kHidden, kInter, kTiles, kTileRows, kGrid>,
@@ -157,6 +153,7 @@ struct ComputeRole {
   static_assert(kSchedule != contract::kScheduleItems || (kRanks == 1 && contract::schedule_items_runs(kPath)),
                 "the item schedule: one GPU, the exact path's atoms (contract::schedule_items_runs)");
   static_assert(!kUnits || kRanks == 1, "the unit schedule runs on one GPU: finalize adds its partial rows");
+  static_assert(!kWarpTables || kRanks == 1, "the warp's routing tables read one GPU's routes");
   static_assert(!kOwners || (kUnits && kPaired == contract::kPairedAll && !kDecoded),
                 "step owners: the unit schedule's fast kernel");
   // kPaired: GEMM1's split rows paired (contract::kPairedRows, MoeLaunchPlan::paired_rows): in every segment, or
@@ -373,36 +370,40 @@ namespace moejit {
 
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0,
+          int kWarpTables = 0>
 __device__ void moe_compute_sm90_fp8(const ComputeParams& p) {
   ComputeRole<ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid,
                             kActivation, kShared, kDecoded, AtomSm90Fp8<kSubnormalScales != 0, kTokenFrame != 0>,
-                            kRanks, kEp, kSchedule, kPaired, kActWarps>>::run(p);
+                            kRanks, kEp, kSchedule, kPaired, kActWarps, kWarpTables>>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0,
+          int kWarpTables = 0>
 __device__ void moe_compute_sm90_bf16(const ComputeParams& p) {
   ComputeRole<
       ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-                    kShared, kDecoded, AtomSm90Bf16, kRanks, kEp, kSchedule, kPaired, kActWarps>>::run(p);
+                    kShared, kDecoded, AtomSm90Bf16, kRanks, kEp, kSchedule, kPaired, kActWarps, kWarpTables>>::run(p);
 }
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0,
+          int kWarpTables = 0>
 __device__ void moe_compute_sm90_bf16_w4a16(const ComputeParams& p) {
-  ComputeRole<
-      ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-                    kShared, kDecoded, AtomSm90Bf16W4A16, kRanks, kEp, kSchedule, kPaired, kActWarps>>::run(p);
+  ComputeRole<ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid,
+                            kActivation, kShared, kDecoded, AtomSm90Bf16W4A16, kRanks, kEp, kSchedule, kPaired,
+                            kActWarps, kWarpTables>>::run(p);
 }
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
 template <int kExperts, int kTopK, int kHidden, int kInter, int kCapacity, int kGroups, int kTiles, int kTileN,
           int kStages, int kGrid, int kActivation, int kShared, int kDecoded = 0, int kSubnormalScales = 1,
-          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0>
+          int kRanks = 1, int kEp = 0, int kSchedule = 0, int kPaired = 0, int kActWarps = 1, int kTokenFrame = 0,
+          int kWarpTables = 0>
 __device__ void moe_compute_sm120(const ComputeParams& p) {
   ComputeRole<
       ComputeConfig<kExperts, kTopK, kHidden, kInter, kCapacity, kGroups, kTiles, kTileN, kStages, kGrid, kActivation,
-                    kShared, kDecoded, AtomSm120, kRanks, kEp, kSchedule, kPaired, kActWarps>>::run(p);
+                    kShared, kDecoded, AtomSm120, kRanks, kEp, kSchedule, kPaired, kActWarps, kWarpTables>>::run(p);
 }
 #endif
 

@@ -10,8 +10,11 @@ template <class Config>
 __device__ void ComputeRole<Config>::run(const ComputeParams& p) {
   extern __shared__ __align__(1024) u8 smem[];
   if (threadIdx.x == 0) trace(p, contract::kTraceEntry, globaltimer());
-  // The 128B swizzle atom needs 1024-byte aligned X tiles, and the schedule the planned grid.
-  if (threadIdx.x == 0 && ((smem_addr(smem) & 1023u) != 0 || gridDim.x != kGrid)) __trap();
+  // The 128B swizzle atom needs 1024-byte aligned X tiles, the schedule the planned grid, and the warp's routing
+  // tables a lane a route.
+  if (threadIdx.x == 0 &&
+      ((smem_addr(smem) & 1023u) != 0 || gridDim.x != kGrid || (kWarpTables && int(p.tokens) * kTopK + kShared > 32)))
+    __trap();
   const Ring ring{smem + kSmem.x,
                   smem + kSmem.w,
                   reinterpret_cast<u32*>(smem + kSmem.xs),
@@ -43,9 +46,9 @@ __device__ void ComputeRole<Config>::run(const ComputeParams& p) {
   int* const tile0 = reinterpret_cast<int*>(smem + kSmem.tile0);
   int* const cost0 = reinterpret_cast<int*>(smem + kSmem.cost0);
   RouteTables tables;
-  if (kWarpTables && int(p.tokens) * kTopK + kShared <= 32)
-    tables = route_tables_warp<kSlots, kShared, kTileRows>(LocalRoutes{p.topk_ids, int(p.tokens) * kTopK},
-                                                           int(p.tokens), s_scratch, active, count, tile0);
+  if constexpr (kWarpTables)
+    tables = route_tables_warp<kSlots, kShared, kTileRows, Atom, kSchedule == contract::kScheduleStream>(
+        LocalRoutes{p.topk_ids, int(p.tokens) * kTopK}, int(p.tokens), s_scratch, active, count, tile0, cost0);
   else
     tables = route_tables<kSlots, kShared, kTileRows, kThreads, Atom>(
         routes_of(p, kRanks == 1 || s_scratch[61] != 0), int(p.tokens),

@@ -107,17 +107,19 @@ __device__ __forceinline__ int step_cost(int cls) {
     default: return Costs::kStepCost[kPhase][3];
   }
 }
-// Step 1 of the unit schedule for a decode step of at most 32 schedule routes
-// (B * k plus, with kShared, one for the shared expert), by warp 0 while the
-// block waits at one barrier: route_tables' active, count and tile0 (UnitWalker
-// reads no step costs, so cost0 is not built), from one load per lane, a match
-// per expert and a warp scan, instead of ten block barriers and scans over E
-// (the block's tables were done 2.5 us after entry at B = 1 on the H200, these
-// 1.3). The caller checks routes.span_size(0) + kShared <= 32 (a lane a route).
-// `scratch` is int [2]: the block reads n_active and the tile count from it.
-template <int kExperts, int kShared, int kTileN, class Routes>
+// Step 1 for a decode step of at most 32 schedule routes (B * k plus, with
+// kShared, one for the shared expert), by warp 0 while the block waits at one
+// barrier: route_tables' active, count and tile0, and with kCosts (the stream
+// schedule's weighted shares; UnitWalker reads no step costs) cost0, from one
+// load per lane, a match per expert and warp scans, instead of ten block
+// barriers and scans over E (the block's tables were done 2.5 us after entry at
+// B = 1 on the H200, these 1.3). At most 32 routes make at most 32 active
+// experts: a lane an active index. The caller checks routes.span_size(0) +
+// kShared <= 32 (a lane a route). `scratch` is int [2]: the block reads
+// n_active and the tile count from it.
+template <int kExperts, int kShared, int kTileN, class Costs, bool kCosts, class Routes>
 __device__ RouteTables route_tables_warp(const Routes& routes, int tokens, int* scratch, int* active, int* count,
-                                         int* tile0) {
+                                         int* tile0, int* cost0) {
   constexpr int kRouted = kExperts - kShared;
   if (threadIdx.x < 32) {
     const int lane = threadIdx.x;
@@ -142,9 +144,22 @@ __device__ RouteTables route_tables_warp(const Routes& routes, int tokens, int* 
     const int total = __shfl_sync(0xFFFFFFFFu, tiles_before + tiles, 31);
     if (lane < n_active) tile0[lane] = tiles_before;
     if (lane == 0) tile0[n_active] = total, scratch[0] = n_active, scratch[1] = total;
+    if constexpr (kCosts && !uniform_step_cost<Costs>()) {
+      // route_tables' cost0: per phase, the exclusive prefix of the active experts' step costs, the total after.
+      const int full = contract::tile_class(kTileN), last = contract::tile_class(c - (tiles - 1) * kTileN);
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const int cost = lane >= n_active ? 0
+                         : p == 0         ? (tiles - 1) * step_cost<Costs, 0>(full) + step_cost<Costs, 0>(last)
+                                          : (tiles - 1) * step_cost<Costs, 1>(full) + step_cost<Costs, 1>(last);
+        const int before = warp_exclusive_sum(cost);
+        if (lane < n_active) cost0[p * (kExperts + 1) + lane] = before;
+        if (lane == 31) cost0[p * (kExperts + 1) + n_active] = before + cost;
+      }
+    }
   }
   __syncthreads();
-  return RouteTables{active, count, tile0, nullptr, scratch[0], scratch[1]};
+  return RouteTables{active, count, tile0, kCosts ? cost0 : nullptr, scratch[0], scratch[1]};
 }
 
 // Step 1, by the whole block, over kExperts = E + kShared schedule experts:

@@ -44,6 +44,10 @@ std::vector<OptionSpec> codegen_option_specs() {
        "scale by the dispatch role), so the GEMM1 promotion multiplies by the weight scale alone (default: planned, "
        "on from B = 9 for the fast path on one GPU where the weights' scale codes allow; docs/numerics.md)",
        "V"},
+      {"warp-tables", true,
+       "on or off: the compute CTA's routing tables built by one warp, a lane a route, instead of by the whole "
+       "block (default: planned, on at B <= 4 on one GPU where B k, plus one for a shared expert, is at most 32)",
+       "V"},
       {"activation-warps", true,
        "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "
        "the warps the CTA leaves free on the schedulers)",
@@ -102,6 +106,11 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
     if (*v != "on" && *v != "off")
       throw UsageError(fmt::format("--token-frame: '{}' is not one of on, off", excerpt(*v)));
     o.token_frame = *v == "on";
+  }
+  if (auto v = args.get("warp-tables")) {
+    if (*v != "on" && *v != "off")
+      throw UsageError(fmt::format("--warp-tables: '{}' is not one of on, off", excerpt(*v)));
+    o.warp_tables = *v == "on";
   }
   o.activation_warps = static_cast<int>(args.get_int("activation-warps", 0, 1, contract::kMaxActivationWarps));
   o.decoded_scales = args.has("decoded-scales");

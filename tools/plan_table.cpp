@@ -44,6 +44,7 @@ const std::vector<LaunchRow>& launch_rows() {
       {"activation frame",
        [](const codegen::MoeLaunchPlan& p) { return std::string(p.token_frame ? "token" : "MX block"); }},
       {"schedule", [](const codegen::MoeLaunchPlan& p) { return std::string(codegen::schedule_name(p.schedule)); }},
+      {"routing tables", [](const codegen::MoeLaunchPlan& p) { return std::string(p.warp_tables ? "warp" : "block"); }},
       {"PDL between roles", [](const codegen::MoeLaunchPlan& p) { return std::string(p.pdl ? "on" : "off"); }},
       {"activation warps", [](const codegen::MoeLaunchPlan& p) { return std::to_string(p.activation_warps); }},
       {"EP modes (R > 1)", [](const codegen::MoeLaunchPlan& p) { return codegen::ep_mode_names(p.ep.mode); }},

@@ -1,6 +1,7 @@
 // What each compute CTA of a forward does, read from its trace
 // (MoeForwardArgs::trace): the milestones in order, the K128 steps each
-// schedule streams, and the item schedule's whole items.
+// schedule streams, the item schedule's whole items, and the shares the
+// warp's routing tables give.
 #include <doctest/doctest.h>
 
 #include <utility>
@@ -138,5 +139,56 @@ TEST_CASE("the item schedule runs whole items: each CTA streams whole items and 
   }
   planned.release_stream(s);
   asked.release_stream(s);
+  MOEJIT_CU(cuStreamDestroy, s);
+}
+
+TEST_CASE("the warp's routing tables are the block's: each CTA streams the same steps, y the same bytes") {
+  // MoeLaunchPlan::warp_tables (planned at B <= 4): route_tables_warp also builds the stream schedule's step-cost
+  // prefixes. A wrong prefix would still stream every step (the last share ends at the total) but move steps
+  // between the CTAs' shares, which the traces compare; the routings give experts of one to B rows.
+  runtime::ScopedContext ctx(0);
+  CUstream s;
+  MOEJIT_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+  std::uint64_t case_seed = gpu_test::seed() ^ 0x7AB1Eull;
+  for (const bool shared : {false, true}) {
+    INFO("shared expert ", shared);
+    codegen::MoeConfig config = gpu_test::small_config("tables", 64, 8, 2048, 1024);
+    if (shared) config.shared_expert = codegen::SharedExpert{};
+    const reference::MoeProblem p = oracle::problem_of(config);
+    const oracle::RandomWeights w = oracle::random_weights(p, ++case_seed);
+    runtime::MoeLayerOptions warp_options, block_options;
+    warp_options.codegen.schedule = block_options.codegen.schedule = codegen::Schedule::stream;
+    warp_options.codegen.warp_tables = true;
+    block_options.codegen.warp_tables = false;
+    runtime::MoeLayer warp(config, w.device(), warp_options), block(config, w.device(), block_options);
+    for (const int b : {1, 2, 3, 4}) {
+      if (b * config.top_k + (shared ? 1 : 0) > 32) continue;  // the warp's tables take a lane a route
+      for (const oracle::RoutingKind kind : oracle::k_all_routings) {
+        INFO("B=", b, " routing ", oracle::routing_name(kind));
+        REQUIRE(warp.plan(b).warp_tables);
+        REQUIRE_FALSE(block.plan(b).warp_tables);
+        const oracle::RandomInputs in = oracle::random_inputs(p, b, kind, ++case_seed);
+        DeviceInputs dev(p, b);
+        dev.upload(in, s);
+        const std::vector<std::uint64_t> tw = traced_forward(warp, dev, b, s);
+        const std::vector<std::uint16_t> yw = download_sync(dev.y, s);
+        MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
+        const std::vector<std::uint64_t> tb = traced_forward(block, dev, b, s);
+        CHECK(download_sync(dev.y, s) == yw);
+        int moved = 0;
+        for (int c = 0; c < warp.plan(b).compute.grid; ++c) {
+          const std::size_t at = std::size_t(c) * contract::kTraceSlots;
+          moved += tw[at + contract::kTraceSteps0] != tb[at + contract::kTraceSteps0] ||
+                   tw[at + contract::kTraceSteps1] != tb[at + contract::kTraceSteps1];
+        }
+        CHECK_MESSAGE(moved == 0, moved << " CTAs streamed other steps with the warp's tables");
+      }
+    }
+    const oracle::MoeCheckResult r =
+        oracle::check_forward(warp, w, 4 - (shared ? 1 : 0), oracle::RoutingKind::zipf, ++case_seed);
+    CHECK_MESSAGE(r.passed(), r.summary());
+    warp.release_stream(s);
+    block.release_stream(s);
+  }
   MOEJIT_CU(cuStreamDestroy, s);
 }

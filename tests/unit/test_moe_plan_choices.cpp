@@ -1,7 +1,7 @@
 // The launch plan's choices for the fast atom on one GPU, and that the
 // kernels it emits carry them: the ring's depth, the unit schedule (two
 // warpgroups, or three step owners), paired split rows, the one-warp routing
-// tables, PDL between the roles, decoded and subnormal weight scales. No GPU:
+// tables (or the block's), PDL between the roles, decoded and subnormal weight scales. No GPU:
 // the planner, the kernel specs and, where a choice shows in the code, the
 // assembled kernel. (Every kernel compiling within its plan:
 // test_moe_kernels.cpp.)
@@ -431,19 +431,54 @@ TEST_CASE("paired_rows on pairs the short segments of any token tile; off keeps 
     }
 }
 
-TEST_CASE("a step of at most 32 routes gets its routing tables from one warp in the unit schedule's kernel only") {
-  // route_tables_warp matches each route's expert across the warp (match.any): compiled into the kernel that
-  // runs B = 1, not into the stream kernels, which are at their register cap (moe_compute.cuh, kWarpTables).
-  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+TEST_CASE(
+    "a step of at most 32 schedule routes gets its routing tables from one warp up to B = 4, the kernel only those") {
+  // route_tables_warp matches each route's expert across the warp (match.any); the block's tables count the routes
+  // with shared atomics. A kernel compiles the planned builder alone: both beside each other moved the stream
+  // kernels' allocation at their register cap into spills (moe_compute.cuh, kWarpTables).
   const codegen::DeviceProfile h200 = codegen::builtin_profile("h200");
-  auto warp_tables = [&](int batch) {
-    const codegen::MoeLaunchPlan plan = codegen::plan_launch(glm, batch, h200);
-    return jit::build_kernel(codegen::moe_compute_spec(glm, plan)).final_ptx.find("match.any.sync") !=
-           std::string::npos;
+  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
+    CAPTURE(model);
+    const codegen::MoeConfig c = codegen::builtin_model(model);
+    for (const int b : {1, 2, 3, 4, 5, 8, 64}) {
+      CAPTURE(b);
+      const codegen::MoeLaunchPlan plan = codegen::plan_launch(c, b, h200);
+      CHECK(plan.warp_tables == (b <= contract::kPairedRows));  // B k <= 32 for k <= 8
+      CHECK(constant_of(codegen::moe_compute_spec(c, plan), "kWarpTables") == (plan.warp_tables ? 1 : 0));
+    }
+  }
+  const codegen::MoeConfig glm = codegen::builtin_model("glm5.2");
+  auto builders = [&](const codegen::MoeLaunchPlan& plan) {
+    const std::string ptx = jit::build_kernel(codegen::moe_compute_spec(glm, plan)).final_ptx;
+    return std::pair{ptx.find("match.any.sync") != std::string::npos,
+                     ptx.find("atom.shared.add.u32") != std::string::npos};
   };
+  // The unit schedule's kernel (B = 1) and a stream kernel (B = 4): the warp's alone; B = 8: the block's alone.
   CHECK(codegen::plan_launch(glm, 1, h200).schedule == codegen::Schedule::units);
-  CHECK(warp_tables(1));
-  CHECK_FALSE(warp_tables(3));
+  CHECK(builders(codegen::plan_launch(glm, 1, h200)) == std::pair{true, false});
+  CHECK(codegen::plan_launch(glm, 4, h200).schedule == codegen::Schedule::stream);
+  CHECK(builders(codegen::plan_launch(glm, 4, h200)) == std::pair{true, false});
+  CHECK(builders(codegen::plan_launch(glm, 8, h200)) == std::pair{false, true});
+  CHECK(builders(codegen::plan_launch(glm, 4, h200, {.warp_tables = false})) == std::pair{false, true});
+  // The fused shared expert's route counts: GLM5.2 B = 4 has 33, so the block's; B = 3 25.
+  codegen::MoeConfig shared = glm;
+  shared.shared_expert = codegen::SharedExpert{};
+  CHECK_FALSE(codegen::plan_launch(shared, 4, h200).warp_tables);
+  CHECK(codegen::plan_launch(shared, 3, h200).warp_tables);
+  // Expert parallelism's routes come from every rank: the block's.
+  codegen::MoeConfig ep = glm;
+  ep.ranks = 2;
+  CHECK_FALSE(codegen::plan_launch(ep, 1, h200).warp_tables);
+  // On sets it wherever the routes fit a warp (DSV4.1-Flash B = 5: 30), and is refused where they do not.
+  const codegen::MoeConfig dsv = codegen::builtin_model("dsv4.1-flash");
+  CHECK_FALSE(codegen::plan_launch(dsv, 5, h200).warp_tables);
+  CHECK(codegen::plan_launch(dsv, 5, h200, {.warp_tables = true}).warp_tables);
+  CHECK_THROWS_WITH_AS(
+      codegen::plan_launch(glm, 5, h200, {.warp_tables = true}),
+      "warp_tables = on is invalid here: 40 schedule routes > 32 (a lane a route) (allowed: off, or as "
+      "planned)",
+      codegen::ConfigError);
+  CHECK_THROWS_AS(codegen::plan_launch(ep, 1, h200, {.warp_tables = true}), codegen::ConfigError);
 }
 
 TEST_CASE("a forward on the unit schedule ends in the finalize grid, on the stream schedule in the last compute CTA") {
