@@ -61,6 +61,7 @@ options:
   --paired-rows planned,on,off   GEMM1's short segments paired (MoeCodegenOptions::paired_rows) to sweep
   --token-frame planned,on,off   GEMM1's rows in one scale frame per token (MoeCodegenOptions::token_frame) to sweep
   --warp-tables planned,on,off   the routing tables by one warp or by the block (MoeCodegenOptions::warp_tables) to sweep
+                           (on is refused at a B of more than 32 routes: sweep it with --batches 1,2,3,4)
   --decoded-scales         the decoder-warp variant (MoeCodegenOptions::decoded_scales)
   --pdl | --no-pdl         programmatic dependent launch between the roles (default: as planned)
   --sm-count N             plan and launch the roles for N SMs (MoeLayerOptions::sm_count; 0: all). Fewer SMs

@@ -194,10 +194,13 @@ void plan_paired_rows(MoeLaunchPlan& p, const MoeConfig& config, int batch, cons
 // A decode step of at most 32 schedule routes has at most 32 active experts: one warp builds the routing tables from
 // a load a lane (route_tables_warp), where the block's tables take ten barriers and scans over E. Measured on the
 // unit schedule at B = 1: the tables done 1.3 us after entry against 2.5, on the H200
-// (bench/results/2026-12-03-h200-prologue-and-loops.md). Planned up to B = contract::kPairedRows, where every
-// kernel compiles without spills: above, the stream kernels at their 128-register cap spill 12-20 B with it
+// (bench/results/2026-12-03-h200-prologue-and-loops.md); 0.9-1.9 us at B = 1-2 on both schedules on an H100
+// (bench/results/2026-12-07-h100-s114-s116-warp-tables.md). Planned up to B = 4, where every kernel compiles
+// without spills: above, the stream kernels at their 128-register cap spill 12-20 B with it
 // (DSV4.1-Flash B = 5, gpt-oss B = 5-8). The kernel compiles the planned builder only: both beside each other had
 // moved the stream kernels' allocation into spills at B <= 4 too.
+constexpr int k_warp_tables_max_batch = 4;
+
 void plan_routing(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options) {
   const int routes = batch * config.top_k + (config.shared_expert ? 1 : 0);
   const std::string why_not = config.ranks != 1 ? std::string("expert parallelism's routes come from every rank")
@@ -206,7 +209,7 @@ void plan_routing(MoeLaunchPlan& p, const MoeConfig& config, int batch, const Mo
   if (options.warp_tables == true && !why_not.empty())
     throw ConfigError("warp_tables",
                       fmt::format("warp_tables = on is invalid here: {} (allowed: off, or as planned)", why_not));
-  const bool planned = batch <= contract::kPairedRows;
+  const bool planned = batch <= k_warp_tables_max_batch;
   p.warp_tables = why_not.empty() && (options.warp_tables == true || (planned && options.warp_tables != false));
   p.notes.push_back(p.warp_tables ? fmt::format("routing tables by one warp: {} schedule routes, a lane each{}", routes,
                                                 options.warp_tables ? " (set by the options)" : "")
@@ -215,7 +218,7 @@ void plan_routing(MoeLaunchPlan& p, const MoeConfig& config, int batch, const Mo
                         ? std::string("routing tables by the block: warp_tables = off set by the options")
                         : fmt::format("routing tables by the block: B = {} > {}, where the stream kernels "
                                       "spill with the warp's (--warp-tables on sets it)",
-                                      batch, contract::kPairedRows));
+                                      batch, k_warp_tables_max_batch));
 }
 
 }  // namespace moejit::codegen

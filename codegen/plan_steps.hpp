@@ -32,9 +32,6 @@ double expected_unit_balance(const MoeConfig& config, int batch, int grid);
 void plan_schedule(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,
                    const MoeCodegenOptions& options, const AtomTraits& atom);
 
-// Who builds the compute CTA's routing tables (MoeLaunchPlan::warp_tables).
-void plan_routing(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options);
-
 // codegen/plan_compute.cpp
 // The compute items' 64-row tiles (halved until a token tile's last item is one the role runs).
 void plan_items(MoeLaunchPlan& p, const MoeConfig& config, int batch, const AtomTraits& atom);
@@ -43,6 +40,10 @@ void plan_weight_scales(MoeLaunchPlan& p, const MoeConfig& config, int batch, co
                         const AtomTraits& atom);
 void plan_token_frame(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options,
                       const AtomTraits& atom);
+// codegen/plan_schedule.cpp, after expert parallelism's plan:
+// who builds the compute CTA's routing tables (MoeLaunchPlan::warp_tables).
+void plan_routing(MoeLaunchPlan& p, const MoeConfig& config, int batch, const MoeCodegenOptions& options);
+// codegen/plan_compute.cpp
 // The compute grid: CTAs per SM, the deepest ring that fits them, the activation warps and the register cap
 // (after expert parallelism's plan, whose dispatch split leaves SMs out of the grid).
 void plan_compute(MoeLaunchPlan& p, const MoeConfig& config, int batch, const DeviceProfile& device,

@@ -105,7 +105,9 @@ struct ComputeRole {
                        kGrid = Config::kGrid, kActivation = Config::kActivation, kShared = Config::kShared,
                        kDecoded = Config::kDecoded, kRanks = Config::kRanks, kEp = Config::kEp,
                        kSchedule = Config::kSchedule, kPaired = Config::kPaired, kActWarps = Config::kActWarps;
-  // MoeLaunchPlan::warp_tables: the routing tables by one warp, for steps of at most 32 schedule routes.
+  // MoeLaunchPlan::warp_tables: the routing tables by one warp, for steps of at most 32 schedule routes. The
+  // kernel holds one builder, with no run-time fallback to the other: both in one kernel moved the B = 2-4 stream
+  // kernels' allocation into spills (codegen/plan_schedule.cpp, plan_routing).
   static constexpr bool kWarpTables = Config::kWarpTables != 0;
   using Atom = typename Config::Atom;
   static constexpr int kPath = Atom::kPath;

@@ -46,7 +46,7 @@ __device__ void ComputeRole<Config>::run(const ComputeParams& p) {
   int* const tile0 = reinterpret_cast<int*>(smem + kSmem.tile0);
   int* const cost0 = reinterpret_cast<int*>(smem + kSmem.cost0);
   RouteTables tables;
-  if constexpr (kWarpTables)
+  if constexpr (kWarpTables)  // the planned builder only (ComputeRole::kWarpTables)
     tables = route_tables_warp<kSlots, kShared, kTileRows, Atom, kSchedule == contract::kScheduleStream>(
         LocalRoutes{p.topk_ids, int(p.tokens) * kTopK}, int(p.tokens), s_scratch, active, count, tile0, cost0);
   else

@@ -92,7 +92,8 @@ int cmd_run(int argc, char** argv) {
   fmt::print("      dispatch {}\n      compute  {}, {} CTA(s)/SM, .maxnreg {}, schedule {}{}\n      finalize {}\n",
              role(plan.dispatch), role(plan.compute), plan.compute.blocks_per_sm, plan.compute.register_cap,
              codegen::schedule_name(plan.schedule),
-             std::string(plan.paired_rows ? ", GEMM1 rows paired" : "") + (plan.token_frame ? ", token frame" : ""),
+             std::string(plan.paired_rows ? ", GEMM1 rows paired" : "") + (plan.token_frame ? ", token frame" : "") +
+                 (plan.warp_tables ? ", routing tables by one warp" : ""),
              role(plan.finalize));
   fmt::print("[2/3] compile\n");
   for (const codegen::KernelSpec& spec : codegen::moe_kernel_specs(model, tokens, profile, layer_options.codegen)) {

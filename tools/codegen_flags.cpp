@@ -46,7 +46,8 @@ std::vector<OptionSpec> codegen_option_specs() {
        "V"},
       {"warp-tables", true,
        "on or off: the compute CTA's routing tables built by one warp, a lane a route, instead of by the whole "
-       "block (default: planned, on at B <= 4 on one GPU where B k, plus one for a shared expert, is at most 32)",
+       "block (default: planned, on at B <= 4 on one GPU where B k, plus one for a shared expert, is at most 32; on "
+       "where the routes are more, or across ranks, is refused)",
        "V"},
       {"activation-warps", true,
        "the compute CTA's activation producer warps, 1..4, taking turns by K128 step (default: planned, one plus "

@@ -43,6 +43,17 @@ std::pair<long long, long long> schedule_steps(const reference::MoeProblem& p, c
   return {tiles * extents(2 * p.intermediate) * (p.hidden / 128), tiles * extents(p.hidden) * (p.intermediate / 128)};
 }
 
+// The CTAs whose K128 steps of either phase differ between two traces of one forward's inputs.
+int ctas_with_other_steps(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b, int grid) {
+  int moved = 0;
+  for (int c = 0; c < grid; ++c) {
+    const std::size_t at = std::size_t(c) * contract::kTraceSlots;
+    moved += a[at + contract::kTraceSteps0] != b[at + contract::kTraceSteps0] ||
+             a[at + contract::kTraceSteps1] != b[at + contract::kTraceSteps1];
+  }
+  return moved;
+}
+
 }  // namespace
 
 TEST_CASE("a traced forward records each compute CTA's milestones in order and gives the untraced bytes") {
@@ -175,12 +186,7 @@ TEST_CASE("the warp's routing tables are the block's: each CTA streams the same 
         MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
         const std::vector<std::uint64_t> tb = traced_forward(block, dev, b, s);
         CHECK(download_sync(dev.y, s) == yw);
-        int moved = 0;
-        for (int c = 0; c < warp.plan(b).compute.grid; ++c) {
-          const std::size_t at = std::size_t(c) * contract::kTraceSlots;
-          moved += tw[at + contract::kTraceSteps0] != tb[at + contract::kTraceSteps0] ||
-                   tw[at + contract::kTraceSteps1] != tb[at + contract::kTraceSteps1];
-        }
+        const int moved = ctas_with_other_steps(tw, tb, warp.plan(b).compute.grid);
         CHECK_MESSAGE(moved == 0, moved << " CTAs streamed other steps with the warp's tables");
       }
     }
@@ -190,5 +196,39 @@ TEST_CASE("the warp's routing tables are the block's: each CTA streams the same 
     warp.release_stream(s);
     block.release_stream(s);
   }
+  // The routings above give each expert one token tile of one cost class. 16-column token tiles (tile_n = 16: no
+  // pairing) and an expert repeated within tokens give an expert a full tile and a short last one of another class
+  // (20 routes: 16 + 4); 32 distinct experts fill the warp, its last lane an expert's and the total's.
+  const codegen::MoeConfig config = gpu_test::small_config("tables16", 64, 8, 2048, 1024);
+  const reference::MoeProblem p = oracle::problem_of(config);
+  const oracle::RandomWeights w = oracle::random_weights(p, ++case_seed);
+  runtime::MoeLayerOptions warp_options, block_options;
+  warp_options.codegen.schedule = block_options.codegen.schedule = codegen::Schedule::stream;
+  warp_options.codegen.tile_n = block_options.codegen.tile_n = 16;
+  warp_options.codegen.warp_tables = true;
+  block_options.codegen.warp_tables = false;
+  runtime::MoeLayer warp(config, w.device(), warp_options), block(config, w.device(), block_options);
+  REQUIRE(warp.plan(4).warp_tables);
+  REQUIRE(warp.plan(4).tile_n == 16);
+  const std::vector<std::int32_t> repeated = {5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,  5,  5,  5,
+                                              5, 5, 5, 5, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13};
+  std::vector<std::int32_t> distinct;
+  for (int r = 0; r < 32; ++r) distinct.push_back((r * 7) % 64);
+  for (const std::vector<std::int32_t>& ids : {repeated, distinct}) {
+    INFO("ids: ", ids == repeated ? "20 routes on one expert" : "32 distinct experts");
+    oracle::RandomInputs in = oracle::random_inputs(p, 4, oracle::RoutingKind::uniform, ++case_seed);
+    in.routing.ids = ids;
+    DeviceInputs dev(p, 4);
+    dev.upload(in, s);
+    const std::vector<std::uint64_t> tw = traced_forward(warp, dev, 4, s);
+    const std::vector<std::uint16_t> yw = download_sync(dev.y, s);
+    MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
+    const std::vector<std::uint64_t> tb = traced_forward(block, dev, 4, s);
+    CHECK(download_sync(dev.y, s) == yw);
+    const int moved = ctas_with_other_steps(tw, tb, warp.plan(4).compute.grid);
+    CHECK_MESSAGE(moved == 0, moved << " CTAs streamed other steps with the warp's tables");
+  }
+  warp.release_stream(s);
+  block.release_stream(s);
   MOEJIT_CU(cuStreamDestroy, s);
 }

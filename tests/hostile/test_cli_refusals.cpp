@@ -91,6 +91,30 @@ TEST_CASE("cli: --paired-rows takes on or off, and on where rows cannot pair is 
   CHECK(test::contains(ok.output, "GEMM1 rows paired in segments of at most 4 rows (set by the options)"));
 }
 
+TEST_CASE("cli: --warp-tables takes on or off, and on where the routes do not fit a warp is a rejected column") {
+  TempDir scratch;
+  auto plan = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return test::moejit(scratch, scratch / "c", args);
+  };
+  const test::CliResult r = plan({"--batch", "2", "--warp-tables", "yes"});
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(test::contains(r.output, "--warp-tables: 'yes' is not one of on, off"));
+  const test::CliResult e = plan({"--batch", "8", "--warp-tables", "on"});
+  INFO(e.output);
+  CHECK(e.exit_code == 1);
+  CHECK(test::contains(e.output, "B = 8 launch rejected: warp_tables = on is invalid here: 64 schedule routes > 32"));
+  const test::CliResult off = plan({"--batch", "2", "--warp-tables", "off"});
+  INFO(off.output);
+  CHECK(off.exit_code == 0);
+  CHECK(test::contains(off.output, "routing tables by the block: warp_tables = off set by the options"));
+  const test::CliResult planned = plan({"--batch", "2"});
+  INFO(planned.output);
+  CHECK(test::contains(planned.output, "routing tables by one warp: 16 schedule routes, a lane each"));
+}
+
 TEST_CASE("cli: --token-frame takes on or off, and on where it cannot run is a rejected column naming it") {
   TempDir scratch;
   auto plan = [&](std::vector<std::string> extra) {
