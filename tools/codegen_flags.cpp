@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "templates/moe_contract.cuh"
@@ -98,21 +99,16 @@ codegen::MoeCodegenOptions codegen_options(const Args& args) {
     if (!parsed) throw UsageError(fmt::format("--schedule: '{}' is not one of stream, units, items", excerpt(*s)));
     o.schedule = *parsed;
   }
-  if (auto v = args.get("paired-rows")) {
-    if (*v != "on" && *v != "off")
-      throw UsageError(fmt::format("--paired-rows: '{}' is not one of on, off", excerpt(*v)));
-    o.paired_rows = *v == "on";
-  }
-  if (auto v = args.get("token-frame")) {
-    if (*v != "on" && *v != "off")
-      throw UsageError(fmt::format("--token-frame: '{}' is not one of on, off", excerpt(*v)));
-    o.token_frame = *v == "on";
-  }
-  if (auto v = args.get("warp-tables")) {
-    if (*v != "on" && *v != "off")
-      throw UsageError(fmt::format("--warp-tables: '{}' is not one of on, off", excerpt(*v)));
-    o.warp_tables = *v == "on";
-  }
+  // An on|off flag: unset where left out (as planned).
+  auto on_off = [&](const char* name) -> std::optional<bool> {
+    const auto v = args.get(name);
+    if (!v) return std::nullopt;
+    if (*v != "on" && *v != "off") throw UsageError(fmt::format("--{}: '{}' is not one of on, off", name, excerpt(*v)));
+    return *v == "on";
+  };
+  o.paired_rows = on_off("paired-rows");
+  o.token_frame = on_off("token-frame");
+  o.warp_tables = on_off("warp-tables");
   o.activation_warps = static_cast<int>(args.get_int("activation-warps", 0, 1, contract::kMaxActivationWarps));
   o.decoded_scales = args.has("decoded-scales");
   o.subnormal_weight_scales = args.has("subnormal-weight-scales");

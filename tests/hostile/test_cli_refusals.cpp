@@ -16,6 +16,13 @@ using moejit::test::TempDir;
 
 namespace {
 const char* const k_fixture = MOEJIT_SOURCE_DIR "/tests/ptx/fixtures/user_tma.ptx";
+
+// `moejit plan` of GLM5.2 on one H200 with `extra` flags.
+test::CliResult glm_plan(const TempDir& scratch, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return test::moejit(scratch, scratch / "c", args);
+}
 }  // namespace
 
 TEST_CASE("cli: an argument that no option takes is refused, never ignored") {
@@ -71,11 +78,9 @@ TEST_CASE("cli: a plan sweep reports the batch sizes an option cannot run as rej
 
 TEST_CASE("cli: --paired-rows takes on or off, and on where rows cannot pair is a rejected column naming it") {
   TempDir scratch;
-  // `moejit plan` of GLM5.2 B = 64 on one H200 with `extra` flags.
-  auto plan = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200", "--batch", "64"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return test::moejit(scratch, scratch / "c", args);
+  auto plan = [&](std::vector<std::string> extra) {  // at B = 64
+    extra.insert(extra.begin(), {"--batch", "64"});
+    return glm_plan(scratch, extra);
   };
   const test::CliResult r = plan({"--paired-rows", "yes"});
   INFO(r.output);
@@ -93,11 +98,7 @@ TEST_CASE("cli: --paired-rows takes on or off, and on where rows cannot pair is 
 
 TEST_CASE("cli: --warp-tables takes on or off, and on where the routes do not fit a warp is a rejected column") {
   TempDir scratch;
-  auto plan = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return test::moejit(scratch, scratch / "c", args);
-  };
+  auto plan = [&](const std::vector<std::string>& extra) { return glm_plan(scratch, extra); };
   const test::CliResult r = plan({"--batch", "2", "--warp-tables", "yes"});
   INFO(r.output);
   CHECK(r.exit_code == 2);
@@ -117,10 +118,9 @@ TEST_CASE("cli: --warp-tables takes on or off, and on where the routes do not fi
 
 TEST_CASE("cli: --token-frame takes on or off, and on where it cannot run is a rejected column naming it") {
   TempDir scratch;
-  auto plan = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200", "--batch", "64"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return test::moejit(scratch, scratch / "c", args);
+  auto plan = [&](std::vector<std::string> extra) {  // at B = 64
+    extra.insert(extra.begin(), {"--batch", "64"});
+    return glm_plan(scratch, extra);
   };
   const test::CliResult r = plan({"--token-frame", "maybe"});
   INFO(r.output);
