@@ -1,7 +1,7 @@
 // The MoE kernels without a GPU: every kernel the launch plan can choose
 // compiles and assembles within its plan (registers, no spills, its MMA, wgmma
 // left asynchronous), and the layer's input checks. The plan's choices at
-// small B are test_moe_plan_choices.cpp.
+// small B are test_moe_plan_choices.cpp, its schedules test_moe_plan_schedules.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
