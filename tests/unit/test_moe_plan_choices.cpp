@@ -7,11 +7,9 @@
 // plan: test_moe_kernels.cpp.)
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <string>
 
 #include "codegen/moe_kernels.hpp"
-#include "codegen/plan_steps.hpp"
 #include "codegen/planner.hpp"
 #include "jit/kernel_builder.hpp"
 #include "plan_spec_helpers.hpp"
