@@ -54,6 +54,30 @@ int ctas_with_other_steps(const std::vector<std::uint64_t>& a, const std::vector
   return moved;
 }
 
+// The stream schedule's layer options with the routing tables by one warp or by the block.
+runtime::MoeLayerOptions tables_options(bool warp, int tile_n = 0) {
+  runtime::MoeLayerOptions o;
+  o.codegen.schedule = codegen::Schedule::stream;
+  o.codegen.warp_tables = warp;
+  if (tile_n) o.codegen.tile_n = tile_n;
+  return o;
+}
+
+// One forward's inputs through the warp's and the block's layers, traced: the same y bytes, and every CTA
+// streams the same steps.
+void check_tables_agree(runtime::MoeLayer& warp, runtime::MoeLayer& block, const reference::MoeProblem& p,
+                        const oracle::RandomInputs& in, int b, CUstream s) {
+  DeviceInputs dev(p, b);
+  dev.upload(in, s);
+  const std::vector<std::uint64_t> tw = traced_forward(warp, dev, b, s);
+  const std::vector<std::uint16_t> yw = download_sync(dev.y, s);
+  MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
+  const std::vector<std::uint64_t> tb = traced_forward(block, dev, b, s);
+  CHECK(download_sync(dev.y, s) == yw);
+  const int moved = ctas_with_other_steps(tw, tb, warp.plan(b).compute.grid);
+  CHECK_MESSAGE(moved == 0, moved << " CTAs streamed other steps with the warp's tables");
+}
+
 }  // namespace
 
 TEST_CASE("a traced forward records each compute CTA's milestones in order and gives the untraced bytes") {
@@ -167,27 +191,14 @@ TEST_CASE("the warp's routing tables are the block's: each CTA streams the same 
     if (shared) config.shared_expert = codegen::SharedExpert{};
     const reference::MoeProblem p = oracle::problem_of(config);
     const oracle::RandomWeights w = oracle::random_weights(p, ++case_seed);
-    runtime::MoeLayerOptions warp_options, block_options;
-    warp_options.codegen.schedule = block_options.codegen.schedule = codegen::Schedule::stream;
-    warp_options.codegen.warp_tables = true;
-    block_options.codegen.warp_tables = false;
-    runtime::MoeLayer warp(config, w.device(), warp_options), block(config, w.device(), block_options);
+    runtime::MoeLayer warp(config, w.device(), tables_options(true)), block(config, w.device(), tables_options(false));
     for (const int b : {1, 2, 3, 4}) {
       if (b * config.top_k + (shared ? 1 : 0) > 32) continue;  // the warp's tables take a lane a route
       for (const oracle::RoutingKind kind : oracle::k_all_routings) {
         INFO("B=", b, " routing ", oracle::routing_name(kind));
         REQUIRE(warp.plan(b).warp_tables);
         REQUIRE_FALSE(block.plan(b).warp_tables);
-        const oracle::RandomInputs in = oracle::random_inputs(p, b, kind, ++case_seed);
-        DeviceInputs dev(p, b);
-        dev.upload(in, s);
-        const std::vector<std::uint64_t> tw = traced_forward(warp, dev, b, s);
-        const std::vector<std::uint16_t> yw = download_sync(dev.y, s);
-        MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
-        const std::vector<std::uint64_t> tb = traced_forward(block, dev, b, s);
-        CHECK(download_sync(dev.y, s) == yw);
-        const int moved = ctas_with_other_steps(tw, tb, warp.plan(b).compute.grid);
-        CHECK_MESSAGE(moved == 0, moved << " CTAs streamed other steps with the warp's tables");
+        check_tables_agree(warp, block, p, oracle::random_inputs(p, b, kind, ++case_seed), b, s);
       }
     }
     const oracle::MoeCheckResult r =
@@ -202,12 +213,8 @@ TEST_CASE("the warp's routing tables are the block's: each CTA streams the same 
   const codegen::MoeConfig config = gpu_test::small_config("tables16", 64, 8, 2048, 1024);
   const reference::MoeProblem p = oracle::problem_of(config);
   const oracle::RandomWeights w = oracle::random_weights(p, ++case_seed);
-  runtime::MoeLayerOptions warp_options, block_options;
-  warp_options.codegen.schedule = block_options.codegen.schedule = codegen::Schedule::stream;
-  warp_options.codegen.tile_n = block_options.codegen.tile_n = 16;
-  warp_options.codegen.warp_tables = true;
-  block_options.codegen.warp_tables = false;
-  runtime::MoeLayer warp(config, w.device(), warp_options), block(config, w.device(), block_options);
+  runtime::MoeLayer warp(config, w.device(), tables_options(true, 16)),
+      block(config, w.device(), tables_options(false, 16));
   REQUIRE(warp.plan(4).warp_tables);
   REQUIRE(warp.plan(4).tile_n == 16);
   const std::vector<std::int32_t> repeated = {5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,  5,  5,  5,
@@ -218,15 +225,7 @@ TEST_CASE("the warp's routing tables are the block's: each CTA streams the same 
     INFO("ids: ", ids == repeated ? "20 routes on one expert" : "32 distinct experts");
     oracle::RandomInputs in = oracle::random_inputs(p, 4, oracle::RoutingKind::uniform, ++case_seed);
     in.routing.ids = ids;
-    DeviceInputs dev(p, 4);
-    dev.upload(in, s);
-    const std::vector<std::uint64_t> tw = traced_forward(warp, dev, 4, s);
-    const std::vector<std::uint16_t> yw = download_sync(dev.y, s);
-    MOEJIT_CU(cuMemsetD8, dev.y.ptr(), 0xFF, dev.y.bytes());  // poison
-    const std::vector<std::uint64_t> tb = traced_forward(block, dev, 4, s);
-    CHECK(download_sync(dev.y, s) == yw);
-    const int moved = ctas_with_other_steps(tw, tb, warp.plan(4).compute.grid);
-    CHECK_MESSAGE(moved == 0, moved << " CTAs streamed other steps with the warp's tables");
+    check_tables_agree(warp, block, p, in, 4, s);
   }
   warp.release_stream(s);
   block.release_stream(s);

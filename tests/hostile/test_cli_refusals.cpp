@@ -17,9 +17,10 @@ using moejit::test::TempDir;
 namespace {
 const char* const k_fixture = MOEJIT_SOURCE_DIR "/tests/ptx/fixtures/user_tma.ptx";
 
-// `moejit plan` of GLM5.2 on one H200 with `extra` flags.
-test::CliResult glm_plan(const TempDir& scratch, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200"};
+// `moejit plan` of GLM5.2 B = `batch` on one H200 with `extra` flags.
+test::CliResult glm_plan(const TempDir& scratch, int batch, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {
+      "plan", "--model", "glm5.2", "--ranks", "1", "--device", "h200", "--batch", std::to_string(batch)};
   args.insert(args.end(), extra.begin(), extra.end());
   return test::moejit(scratch, scratch / "c", args);
 }
@@ -78,19 +79,15 @@ TEST_CASE("cli: a plan sweep reports the batch sizes an option cannot run as rej
 
 TEST_CASE("cli: --paired-rows takes on or off, and on where rows cannot pair is a rejected column naming it") {
   TempDir scratch;
-  auto plan = [&](std::vector<std::string> extra) {  // at B = 64
-    extra.insert(extra.begin(), {"--batch", "64"});
-    return glm_plan(scratch, extra);
-  };
-  const test::CliResult r = plan({"--paired-rows", "yes"});
+  const test::CliResult r = glm_plan(scratch, 64, {"--paired-rows", "yes"});
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK(test::contains(r.output, "--paired-rows: 'yes' is not one of on, off"));
-  const test::CliResult e = plan({"--path", "exact", "--paired-rows", "on"});
+  const test::CliResult e = glm_plan(scratch, 64, {"--path", "exact", "--paired-rows", "on"});
   INFO(e.output);
   CHECK(e.exit_code == 1);
   CHECK(test::contains(e.output, "B = 64 launch rejected: paired_rows = on is invalid on the sm90-bf16-mma atom"));
-  const test::CliResult ok = plan({"--paired-rows", "on"});
+  const test::CliResult ok = glm_plan(scratch, 64, {"--paired-rows", "on"});
   INFO(ok.output);
   CHECK(ok.exit_code == 0);
   CHECK(test::contains(ok.output, "GEMM1 rows paired in segments of at most 4 rows (set by the options)"));
@@ -98,40 +95,35 @@ TEST_CASE("cli: --paired-rows takes on or off, and on where rows cannot pair is 
 
 TEST_CASE("cli: --warp-tables takes on or off, and on where the routes do not fit a warp is a rejected column") {
   TempDir scratch;
-  auto plan = [&](const std::vector<std::string>& extra) { return glm_plan(scratch, extra); };
-  const test::CliResult r = plan({"--batch", "2", "--warp-tables", "yes"});
+  const test::CliResult r = glm_plan(scratch, 2, {"--warp-tables", "yes"});
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK(test::contains(r.output, "--warp-tables: 'yes' is not one of on, off"));
-  const test::CliResult e = plan({"--batch", "8", "--warp-tables", "on"});
+  const test::CliResult e = glm_plan(scratch, 8, {"--warp-tables", "on"});
   INFO(e.output);
   CHECK(e.exit_code == 1);
   CHECK(test::contains(e.output, "B = 8 launch rejected: warp_tables = on is invalid here: 64 schedule routes > 32"));
-  const test::CliResult off = plan({"--batch", "2", "--warp-tables", "off"});
+  const test::CliResult off = glm_plan(scratch, 2, {"--warp-tables", "off"});
   INFO(off.output);
   CHECK(off.exit_code == 0);
   CHECK(test::contains(off.output, "routing tables by the block: warp_tables = off set by the options"));
-  const test::CliResult planned = plan({"--batch", "2"});
+  const test::CliResult planned = glm_plan(scratch, 2, {});
   INFO(planned.output);
   CHECK(test::contains(planned.output, "routing tables by one warp: 16 schedule routes, a lane each"));
 }
 
 TEST_CASE("cli: --token-frame takes on or off, and on where it cannot run is a rejected column naming it") {
   TempDir scratch;
-  auto plan = [&](std::vector<std::string> extra) {  // at B = 64
-    extra.insert(extra.begin(), {"--batch", "64"});
-    return glm_plan(scratch, extra);
-  };
-  const test::CliResult r = plan({"--token-frame", "maybe"});
+  const test::CliResult r = glm_plan(scratch, 64, {"--token-frame", "maybe"});
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK(test::contains(r.output, "--token-frame: 'maybe' is not one of on, off"));
-  const test::CliResult e = plan({"--path", "exact", "--token-frame", "on"});
+  const test::CliResult e = glm_plan(scratch, 64, {"--path", "exact", "--token-frame", "on"});
   INFO(e.output);
   CHECK(e.exit_code == 1);
   CHECK(test::contains(e.output,
                        "B = 64 launch rejected: token_frame = on is invalid here: the atom stages no split rows"));
-  const test::CliResult off = plan({"--token-frame", "off"});
+  const test::CliResult off = glm_plan(scratch, 64, {"--token-frame", "off"});
   INFO(off.output);
   CHECK(off.exit_code == 0);
   CHECK(test::contains(off.output, "activation frame: MX block (token_frame = off set by the options)"));
