@@ -179,6 +179,12 @@ std::vector<KernelSpec> moe_role_specs(const MoeConfig& config, const MoeLaunchP
   return out;
 }
 
+std::string role_kernels_key(const std::vector<KernelSpec>& role_specs) {
+  std::string key;
+  for (const KernelSpec& spec : role_specs) key += spec.summary() + "\n";
+  return key;
+}
+
 KernelSpec moe_weight_transform_spec(const MoeConfig& config, const AtomTraits& atom, Target target, Projection which) {
   const bool w1 = which == Projection::w1;
   KernelSpec s = base_spec("moe_weight_transform", "moe_weight_transform.cuh", "moejit::moe_weight_transform",

@@ -5,6 +5,7 @@
 // cannot disagree on SMEM, threads or the workspace without a build error.
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "codegen/kernel_spec.hpp"
@@ -21,6 +22,10 @@ KernelSpec moe_compute_spec(const MoeConfig& config, const MoeLaunchPlan& plan);
 KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan);
 // The role kernels a forward of the plan launches, in launch order.
 std::vector<KernelSpec> moe_role_specs(const MoeConfig& config, const MoeLaunchPlan& plan);
+// The key under which a layer shares one set of loaded role kernels between the B it runs: every role's summary,
+// not the compute kernel's alone, since a dispatch or finalize kernel may change with B where the compute kernel
+// does not (a finalize block sized to cover the SMs once launched B = 1's kernel with B = 2's block).
+std::string role_kernels_key(const std::vector<KernelSpec>& role_specs);
 
 // W1 (rows 2I, K = H, gate/up paired per tile) or W2 (rows H, K = I) into the atom's step blobs.
 enum class Projection { w1, w2 };

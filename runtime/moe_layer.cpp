@@ -169,8 +169,8 @@ const MoeLayer::TokenLaunch& MoeLayer::kernels_for_locked(int tokens) {
     throw std::logic_error(fmt::format("B={}: the plan's workspace ({} B) differs from the layer's ({} B)", tokens,
                                        plan.workspace_bytes, workspace_bytes_));
   std::vector<codegen::KernelSpec> specs = codegen::moe_role_specs(config_, plan);
-  // By the compute kernel's every key field; inserted only once built, so a failed build leaves no empty entry.
-  const std::string kernels_key = specs[specs.size() - 2].summary();
+  // Inserted only once built, so a failed build leaves no empty entry.
+  const std::string kernels_key = codegen::role_kernels_key(specs);
   auto slot_at = kernels_.find(kernels_key);
   if (slot_at == kernels_.end()) {
     auto k = std::make_unique<RoleKernels>();

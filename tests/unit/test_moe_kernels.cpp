@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "codegen/moe_kernels.hpp"
 #include "codegen/plan_steps.hpp"
@@ -107,6 +110,38 @@ TEST_CASE("plan == launch: every kernel of both models at B = 1..256 on every ta
   CHECK(plans == 256 * int(variants().size()));
   CHECK(built.size() >= variants().size());
   MESSAGE(built.size() << " distinct compute kernels built for " << plans << " plans");
+}
+
+TEST_CASE("a layer shares role kernels between two B only where every role's spec is the same") {
+  // MoeLayer loads a B's role kernels once per role_kernels_key: two B under one key launch the same kernels.
+  int shared = 0;
+  for (const Variant& v : variants()) {
+    CAPTURE(v.config.name);
+    CAPTURE(v.profile.name);
+    CAPTURE(codegen::path_name(*v.options.path));
+    std::map<std::string, std::pair<int, std::vector<codegen::KernelSpec>>> by_key;
+    for (int b = 1; b <= 256; ++b) {
+      const std::vector<codegen::KernelSpec> specs =
+          codegen::moe_role_specs(v.config, codegen::plan_launch(v.config, b, v.profile, v.options));
+      auto [it, fresh] = by_key.try_emplace(codegen::role_kernels_key(specs), b, specs);
+      if (fresh) continue;
+      ++shared;
+      CAPTURE(it->second.first);
+      CAPTURE(b);
+      CHECK(it->second.second == specs);
+    }
+  }
+  CHECK(shared > 0);
+  // A finalize (or dispatch) kernel that changes under the same compute kernel is another key.
+  const Variant v = variants().front();  // a copy: variants() returns by value
+  const std::vector<codegen::KernelSpec> specs =
+      codegen::moe_role_specs(v.config, codegen::plan_launch(v.config, 1, v.profile, v.options));
+  for (size_t role = 0; role < specs.size(); ++role) {
+    CAPTURE(specs[role].kernel);
+    std::vector<codegen::KernelSpec> other = specs;
+    other[role].threads /= 2;
+    CHECK(codegen::role_kernels_key(other) != codegen::role_kernels_key(specs));
+  }
 }
 
 TEST_CASE("the fused shared expert is expert E of the weights and one more route per token, in every role") {
