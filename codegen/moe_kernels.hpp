@@ -24,7 +24,9 @@ KernelSpec moe_finalize_spec(const MoeConfig& config, const MoeLaunchPlan& plan)
 std::vector<KernelSpec> moe_role_specs(const MoeConfig& config, const MoeLaunchPlan& plan);
 // The key under which a layer shares one set of loaded role kernels between the B it runs: every role's summary,
 // not the compute kernel's alone, since a dispatch or finalize kernel may change with B where the compute kernel
-// does not (a finalize block sized to cover the SMs once launched B = 1's kernel with B = 2's block).
+// does not (on a branch whose finalize block was sized to cover the SMs, a key of the compute kernel alone
+// launched B = 1's finalize kernel with B = 2's block; on main today every B that shares a compute kernel shares
+// the other roles' too, which the unit case of this key checks).
 std::string role_kernels_key(const std::vector<KernelSpec>& role_specs);
 
 // W1 (rows 2I, K = H, gate/up paired per tile) or W2 (rows H, K = I) into the atom's step blobs.

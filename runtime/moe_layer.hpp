@@ -246,7 +246,7 @@ class MoeLayer {
   CUstream setup_stream_ =
       nullptr;  // blocking (see the constructor): the setup's copies and transforms, new workspaces' clears
   mutable std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<RoleKernels>> kernels_;  // by compute spec summary
+  std::map<std::string, std::unique_ptr<RoleKernels>> kernels_;  // by codegen::role_kernels_key
   std::vector<std::unique_ptr<TokenLaunch>> by_tokens_;          // [B] -> kernels and plan, filled on first use
   std::unordered_map<CUstream, std::unique_ptr<StreamState>> streams_;
   std::unordered_map<std::string, std::shared_ptr<RoleGraph>> graphs_;  // the child-graph cache, by digest

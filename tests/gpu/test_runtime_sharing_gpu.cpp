@@ -308,12 +308,12 @@ TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel
       ++total;
     }
   // Distinct kernels: the role kernels of each distinct plan (the fast path launches no dispatch role).
-  std::set<std::string> shapes, kernels;
+  // The layer loads one set of role kernels per role_kernels_key.
+  std::set<std::string> role_keys, kernels;
   for (int b : batches) {
-    const codegen::MoeLaunchPlan plan = layer.plan(b);
-    shapes.insert(codegen::moe_compute_spec(layer.config(), plan).summary());
-    for (const codegen::KernelSpec& spec : codegen::moe_role_specs(layer.config(), plan))
-      kernels.insert(spec.summary());
+    const std::vector<codegen::KernelSpec> specs = codegen::moe_role_specs(layer.config(), layer.plan(b));
+    role_keys.insert(codegen::role_kernels_key(specs));
+    for (const codegen::KernelSpec& spec : specs) kernels.insert(spec.summary());
   }
   const std::uint64_t distinct = kernels.size();
   MESSAGE(
@@ -324,7 +324,7 @@ TEST_CASE("8 threads x mixed batch sizes x 50 forwards: all correct, each kernel
   CHECK(wrong == 0);
   CHECK(delta.misses + delta.disk_hits == distinct);
   CHECK(delta.compiles == delta.misses);
-  CHECK(layer.kernels_built() == static_cast<int>(shapes.size()));
+  CHECK(layer.kernels_built() == static_cast<int>(role_keys.size()));
 }
 
 TEST_CASE("a batch size's first forward compiles without the layer's lock: other threads' warm forwards go on") {

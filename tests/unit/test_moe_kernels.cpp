@@ -119,6 +119,7 @@ TEST_CASE("a layer shares role kernels between two B only where every role's spe
     CAPTURE(v.config.name);
     CAPTURE(v.profile.name);
     CAPTURE(codegen::path_name(*v.options.path));
+    CAPTURE(codegen::recipe_name(v.config.recipe));
     std::map<std::string, std::pair<int, std::vector<codegen::KernelSpec>>> by_key;
     for (int b = 1; b <= 256; ++b) {
       const std::vector<codegen::KernelSpec> specs =
