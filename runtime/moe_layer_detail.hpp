@@ -1,7 +1,8 @@
 #pragma once
-// What the layer's files share (moe_layer.cpp, its checks against the driver
-// in moe_layer_checks.cpp, moe_layer_weights.cpp) and ep_ranks.cpp reads;
-// not part of the API.
+// What the layer's files share (moe_layer.cpp, its kernels in
+// moe_layer_kernels.cpp, its checks against the driver in
+// moe_layer_checks.cpp, moe_layer_weights.cpp) and ep_ranks.cpp reads; not
+// part of the API.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "codegen/kernel_spec.hpp"
 #include "runtime/driver_api.hpp"
 #include "runtime/loaded_kernel.hpp"
+#include "runtime/moe_layer.hpp"
 
 namespace moejit::runtime::detail {
 
@@ -46,3 +48,15 @@ void require_device_bytes(const char* field, const std::string& shown, CUdevicep
                           std::string_view what);
 
 }  // namespace moejit::runtime::detail
+
+namespace moejit::runtime {
+
+// Defined here, not in moe_layer.cpp alone: the layer's setup and destructor (moe_layer.cpp) hold them, and
+// moe_layer_kernels.cpp fills them.
+struct MoeLayer::RoleKernels {
+  std::vector<codegen::KernelSpec> specs;  // launch order: [dispatch,] compute, finalize
+  std::vector<std::unique_ptr<LoadedKernel>> kernels;
+  std::vector<std::string> keys;  // kernel cache keys: the cubins' identity
+};
+
+}  // namespace moejit::runtime
