@@ -1,5 +1,5 @@
-// MoeLayer: its setup, the per-stream workspaces, the role graphs and the
-// forward (its weights: moe_layer_weights.cpp; its kernels for each B and
+// MoeLayer: its setup, each B's plan, the per-stream workspaces, the role
+// graphs and the forward (its weights: moe_layer_weights.cpp; its kernels for each B and
 // their arguments: moe_layer_kernels.cpp; the forward's checks against the
 // driver: moe_layer_checks.cpp). What launches is the launch plan
 // (codegen/moe_launch_plan.hpp), exactly.
@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -37,9 +36,6 @@ void require_stream_handle(CUstream stream) {
                        "0 (the legacy default stream)");
 }
 
-}  // namespace
-
-namespace {
 // The layer's context made current for a call from a thread whose current context is another GPU's, or none (a
 // torch thread on another device, a fresh thread): its first forward on a stream allocates and loads in the
 // current context, which must be the layer's. What was current comes back at the end. A thread already on the

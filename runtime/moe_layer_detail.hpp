@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "codegen/kernel_spec.hpp"
 #include "runtime/driver_api.hpp"
@@ -51,8 +52,8 @@ void require_device_bytes(const char* field, const std::string& shown, CUdevicep
 
 namespace moejit::runtime {
 
-// Defined here, not in moe_layer.cpp alone: the layer's setup and destructor (moe_layer.cpp) hold them, and
-// moe_layer_kernels.cpp fills them.
+// Complete here: moe_layer.cpp destroys the layer's kernels_ (~MoeLayer, and the setup constructor when it
+// throws), which needs the whole type, and moe_layer_kernels.cpp fills them.
 struct MoeLayer::RoleKernels {
   std::vector<codegen::KernelSpec> specs;  // launch order: [dispatch,] compute, finalize
   std::vector<std::unique_ptr<LoadedKernel>> kernels;

@@ -1,6 +1,6 @@
 // MoeLayer's kernels for each B: built through the kernel cache, loaded into the layer's context and checked for
-// residency once per role-kernel set, and bound to a forward's arguments (its setup, workspaces and graphs:
-// moe_layer.cpp).
+// residency once per role-kernel set, and bound to a forward's arguments (its setup, workspaces, graphs and
+// forward: moe_layer.cpp).
 #include <fmt/format.h>
 
 #include <limits>
