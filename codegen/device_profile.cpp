@@ -27,6 +27,14 @@ DeviceProfile h200() {
           default_gc_granularity(Target{Arch::sm_90a})};
 }
 
+DeviceProfile h100() {
+  // H100 SXM5: the numbers of the H200, which is the same GH100 die with more and faster HBM; the planner reads no
+  // bandwidth, so the two plan the same kernels. (H100 PCIe has 114 SMs: its live device plans it.)
+  DeviceProfile p = h200();
+  p.name = "h100";
+  return p;
+}
+
 DeviceProfile rtx_pro_5000() {
   // RTX PRO 5000 Blackwell (CC 12.0): 110 SMs, 100 KiB SMEM per SM, 99 KiB
   // per block, 64 K registers, 1536 threads per SM.
@@ -49,13 +57,14 @@ void positive(const char* key, int v) {
 
 DeviceProfile builtin_profile(std::string_view name) {
   if (name == "h200") return h200();
+  if (name == "h100") return h100();
   if (name == "rtx-pro-5000") return rtx_pro_5000();
   throw std::invalid_argument(fmt::format("unknown device profile '{}' (built-in profiles: {})", name,
                                           fmt::join(builtin_profile_names(), ", ")));
 }
 
 std::vector<std::string> builtin_profile_names() {
-  return {"h200", "rtx-pro-5000"};
+  return {"h200", "h100", "rtx-pro-5000"};
 }
 
 int default_gc_granularity(Target target) {

@@ -30,7 +30,7 @@ struct DeviceProfile {
   friend bool operator==(const DeviceProfile&, const DeviceProfile&) = default;
 };
 
-// `h200` (sm_90a) and `rtx-pro-5000` (sm_120a). Throws std::invalid_argument
+// `h200` and `h100` (sm_90a, H100 SXM5: the H200's numbers) and `rtx-pro-5000` (sm_120a). Throws std::invalid_argument
 // naming the known profiles.
 DeviceProfile builtin_profile(std::string_view name);
 std::vector<std::string> builtin_profile_names();

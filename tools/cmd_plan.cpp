@@ -63,7 +63,9 @@ int cmd_plan(int argc, char** argv) {
       {"batch", true, "one batch size: tokens per rank, 1..token capacity", "B"},
       {"batches", true, "batch sizes: a list (1,3,8), a range of powers of two (1-256 = 1,2,4,...,256), or both",
        "LIST"},
-      {"device", true, "device profile: h200 (sm_90a) or rtx-pro-5000 (sm_120a)", "NAME"},
+      {"device", true,
+       "device profile: h200 (sm_90a), h100 (sm_90a, SXM5: the H200's SMs, so its plans) or rtx-pro-5000 (sm_120a)",
+       "NAME"},
       {"shared-expert", false,
        "fuse the model's shared expert (glm5.2, dsv4.1-flash); Table 2's model takes its FP8 K-group (128 for "
        "glm5.2, 32 for dsv4.1-flash), the layer its MXFP4 weights as expert E"},

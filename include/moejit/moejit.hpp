@@ -125,7 +125,7 @@ struct Plan {
   std::string json;                  // all of it, as `moejit plan --json`
 };
 
-MOEJIT_API std::vector<std::string> builtin_devices();  // "h200", "rtx-pro-5000"
+MOEJIT_API std::vector<std::string> builtin_devices();  // "h200", "h100", "rtx-pro-5000"
 // The plan on a built-in device profile; needs no GPU.
 MOEJIT_API Plan plan(const Config& config, int batch, std::string_view device = "h200",
                      const LayerOptions& options = {});

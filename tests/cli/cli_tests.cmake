@@ -170,9 +170,12 @@ add_test(NAME cli_plan_bad_config
   COMMAND moejit plan --config ${CMAKE_CURRENT_SOURCE_DIR}/data/planner/bad_hidden.json --batch 1 --device h200)
 set_tests_properties(cli_plan_bad_config PROPERTIES PASS_REGULAR_EXPRESSION
   "bad_hidden.json: hidden H = 520 is invalid: must be a multiple of 32 in \\[512, 8192\\]")
+# H100 SXM5 has the H200's SMs: a profile of its own name, the same plan.
+add_test(NAME cli_plan_h100 COMMAND moejit plan --model glm5.2 --ranks 1 --batch 1 --device h100)
+set_tests_properties(cli_plan_h100 PROPERTIES PASS_REGULAR_EXPRESSION "device   h100: sm_90a, 132 SMs")
 add_test(NAME cli_plan_bad_device COMMAND moejit plan --model glm5.2 --ranks 8 --batch 1 --device a100)
 set_tests_properties(cli_plan_bad_device PROPERTIES PASS_REGULAR_EXPRESSION
-  "--device: 'a100' is not one of h200, rtx-pro-5000")
+  "--device: 'a100' is not one of h200, h100, rtx-pro-5000")
 # A codegen option's range error names its flag (the field with hyphens), and the schedule its name and range.
 add_test(NAME cli_plan_bad_tile_n COMMAND moejit plan --model glm5.2 --ranks 1 --batch 1 --device h200 --tile-n 12)
 set_tests_properties(cli_plan_bad_tile_n PROPERTIES PASS_REGULAR_EXPRESSION

@@ -111,6 +111,22 @@ TEST_CASE("precompile enumerates exactly the distinct kernels the planner yields
                        tools::UsageError);
 }
 
+TEST_CASE("the h100 profile plans the h200's kernels, so one precompile for sm_90a serves both") {
+  for (const std::string& model : codegen::builtin_model_names())
+    for (codegen::ComputePath path : {codegen::ComputePath::fast, codegen::ComputePath::exact})
+      for (int b : {1, 2, 3, 4, 8, 64, 256}) {
+        codegen::MoeCodegenOptions o;
+        o.path = path;
+        const codegen::MoeConfig config = codegen::builtin_model(model);
+        const auto on = [&](const char* profile) {
+          return nlohmann::json(codegen::moe_kernel_specs(config, b, codegen::builtin_profile(profile), o)).dump();
+        };
+        CAPTURE(model);
+        CAPTURE(b);
+        CHECK(on("h100") == on("h200"));
+      }
+}
+
 TEST_CASE("precompile --config: the file's model, and a bad field named") {
   TempDir scratch;
   test::write_text(scratch / "ok.json",

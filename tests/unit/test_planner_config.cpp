@@ -255,7 +255,11 @@ TEST_CASE("device profiles: built-ins, live numbers, validation") {
   CHECK(r.target == Target{Arch::sm_120a});
   CHECK((r.sm_count == 110 && r.smem_per_sm == 100 * 1024 && r.smem_per_block == 99 * 1024));
   CHECK(r.gc_granularity == 2);
-  CHECK_THROWS_WITH_AS(builtin_profile("a100"), doctest::Contains("built-in profiles: h200, rtx-pro-5000"),
+  DeviceProfile h100 = builtin_profile("h100");  // H100 SXM5: the H200's SMs
+  CHECK(h100.name == "h100");
+  h100.name = "h200";
+  CHECK(h100 == h);
+  CHECK_THROWS_WITH_AS(builtin_profile("a100"), doctest::Contains("built-in profiles: h200, h100, rtx-pro-5000"),
                        std::invalid_argument);
 
   LiveDeviceNumbers live{"H200", Target{Arch::sm_90a}, 132, 233472, 232448, 65536, 1024, 2048, 0};
