@@ -114,6 +114,14 @@ class Plans(unittest.TestCase):
         self.assertEqual(moejit.plan("glm5.2", 8, path="fast")["path"], "fast")
         self.assertEqual(moejit.workspace_bytes("glm5.2"), p["workspace_bytes"])
 
+    def test_plan_on_h100(self):
+        # H100 SXM5 has the H200's SMs: its own profile name, the same launch.
+        self.assertIn("h100", moejit.builtin_devices())
+        for b in (1, 8, 256):
+            h100, h200 = moejit.plan("glm5.2", b, "h100"), moejit.plan("glm5.2", b, "h200")
+            self.assertEqual(h100["compute"], h200["compute"])
+            self.assertEqual(h100["schedule"], h200["schedule"])
+
     def test_w4a16_recipe(self):
         cfg = {"name": "w", "experts": 32, "top_k": 4, "hidden": 1024, "intermediate": 512, "recipe": "w4a16"}
         p = moejit.plan(cfg, 8)
