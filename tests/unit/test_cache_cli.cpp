@@ -1,4 +1,5 @@
-// The CLI as a user runs it: precompile (acceptance 1), and `moejit cache`
+// The CLI as a user runs it: precompile (acceptance 1; what it enumerates,
+// one sm_90a set for the h200 and h100 profiles alike), and `moejit cache`
 // ls, verify, clear, stats, export and import.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
