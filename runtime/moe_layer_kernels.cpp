@@ -50,8 +50,6 @@ const MoeLayer::TokenLaunch& MoeLayer::kernels_for_locked(int tokens) {
   auto slot_at = kernels_.find(kernels_key);
   if (slot_at == kernels_.end()) {
     auto k = std::make_unique<RoleKernels>();
-    CUdevice device = 0;
-    MOEJIT_CU(cuDeviceGet, &device, device_.ordinal);
     for (const codegen::KernelSpec& spec : specs) {
       detail::Loaded l = detail::load(spec);
       const codegen::RolePlan& role = spec.kernel == "moe_dispatch"  ? plan.dispatch
@@ -59,7 +57,7 @@ const MoeLayer::TokenLaunch& MoeLayer::kernels_for_locked(int tokens) {
                                                                      : plan.finalize;
       if (role.smem_bytes > 0) {
         MOEJIT_CU(cuKernelSetAttribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, role.smem_bytes,
-                  l.kernel->kernel(), device);
+                  l.kernel->kernel(), cu_device_);
         CUfunction fn = nullptr;  // the attribute for this context's function too (direct launches)
         MOEJIT_CU(cuKernelGetFunction, &fn, l.kernel->kernel());
         MOEJIT_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, role.smem_bytes);
