@@ -1,7 +1,8 @@
 // The production runtime on the GPU, one layer's life: a captured decode step
 // replayed, a forward launching its own B's plan whichever B ran first, and
-// decoded scales. (Shared resources, partitions and threads:
-// test_runtime_sharing_gpu.cpp; the compute CTAs' traces: test_trace_gpu.cpp.)
+// decoded scales. (Shared resources and partitions: test_runtime_sharing_gpu.cpp;
+// threads: test_runtime_threads_gpu.cpp; the compute CTAs' traces:
+// test_trace_gpu.cpp.)
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
