@@ -2,115 +2,31 @@
 // paths: the built-in models x B = 1..256 x four routings (gpt-oss with its
 // biases, and under W4A16), the Table 10 edges, H and I that need padding,
 // BF16 input, weight scale codes over the whole UE8M0 range and E4M3
-// subnormal activations, and the fused shared expert. Fresh random inputs every run (the seed is printed);
-// outputs poisoned before each run; every forward runs twice and must repeat
-// bit for bit. Each case's inputs go through a layer of each path, so the CPU
-// references are computed once.
+// subnormal activations, and the refusals of a layer's bad weights. Fresh
+// random inputs every run (the seed is printed); outputs poisoned before each
+// run; every forward runs twice and must repeat bit for bit. Each case's
+// inputs go through a layer of each path, so the CPU references are computed
+// once (moe_matrix.hpp). The fused shared expert and the forced schedules:
+// test_moe_schedules_gpu.cpp.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <memory>
-#include <optional>
-#include <random>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gpu_test_util.hpp"
+#include "moe_matrix.hpp"
 #include "oracle/moe_check.hpp"
 #include "runtime/weight_packing.hpp"
-#include "templates/moe_weight_layouts.cuh"
 
 using namespace moejit;
+using gpu_test::k_routings;
+using gpu_test::Matrix;
+using gpu_test::model_batches;
+using gpu_test::run_matrix;
+using gpu_test::w4a16_matrix;
 using oracle::RoutingKind;
-
-namespace {
-struct Shape {
-  const char* name;
-  codegen::MoeConfig config;
-};
-
-struct Matrix {
-  bool input_bf16 = false;
-  oracle::WeightScales scales;
-  oracle::XStyle x;
-  std::vector<codegen::ComputePath> paths = {codegen::ComputePath::fast, codegen::ComputePath::exact};
-  double dense_bar = 0.97;
-  // The weights hold code-0 blocks with nonzero values: the fast path's layer must run its kernels that decode
-  // code 0 as 2^-127 (the transform kernel finds them), every other layer those that read it as 0.0.
-  bool subnormal_scales = false;
-  std::optional<codegen::Schedule> schedule;  // unset: as planned
-  int consumer_groups = 0;                    // 0: as planned
-  std::optional<bool> paired_rows;            // unset: as planned
-};
-
-int run_matrix(const Shape& shape, const std::vector<int>& batches, const std::vector<RoutingKind>& routings,
-               const Matrix& m = {}) {
-  runtime::ScopedContext ctx(0);
-  const std::uint64_t seed = gpu_test::seed() ^ std::hash<std::string>{}(shape.name);
-  const oracle::RandomWeights weights =
-      oracle::random_weights(oracle::problem_of(shape.config), seed, m.scales, shape.config.biases);
-  std::vector<std::unique_ptr<runtime::MoeLayer>> layers;
-  std::vector<runtime::MoeLayer*> ptrs;
-  for (codegen::ComputePath path : m.paths) {
-    runtime::MoeLayerOptions options;
-    options.codegen.path = path;
-    options.codegen.input_bf16 = m.input_bf16;
-    options.codegen.schedule = m.schedule;
-    options.codegen.consumer_groups = m.consumer_groups;
-    options.codegen.paired_rows = m.paired_rows;
-    layers.push_back(std::make_unique<runtime::MoeLayer>(shape.config, weights.device(), options));
-    ptrs.push_back(layers.back().get());
-    if (m.paired_rows && path == codegen::ComputePath::fast)
-      for (int b : batches) CHECK(layers.back()->plan(b).paired_rows == *m.paired_rows);
-    CHECK(layers.back()->plan(1).subnormal_weight_scales == (m.subnormal_scales && path == codegen::ComputePath::fast));
-  }
-  int failures = 0;
-  std::uint64_t case_seed = seed;
-  for (int b : batches)
-    for (RoutingKind routing : routings)
-      for (oracle::MoeCheckResult r : oracle::check_forward(ptrs, weights, b, routing, ++case_seed, m.x)) {
-        r.dense_bar = m.dense_bar;
-        fmt::print("{:<16} {} {}\n", shape.name,
-                   shape.config.recipe == codegen::Recipe::w4a16 ? "w4a16  "
-                   : m.input_bf16                                ? "bf16-x "
-                                                                 : "mxfp8-x",
-                   r.summary());
-        CHECK_MESSAGE(r.passed(), std::string(shape.name) << " " << r.summary());
-        failures += !r.passed();
-      }
-  return failures;
-}
-
-// MOEJIT_GPU_BATCHES (e.g. "128,256") runs the model matrices on those batch
-// sizes only, so the whole matrix can be split across runs; the CPU
-// references dominate at large B.
-std::vector<int> model_batches() {
-  const std::vector<int> all = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-  const char* env = std::getenv("MOEJIT_GPU_BATCHES");
-  if (!env || !*env) return all;
-  std::vector<int> picked;
-  for (const char* p = env; *p;) {
-    char* end = nullptr;
-    const long b = std::strtol(p, &end, 10);
-    if (end == p) break;
-    if (std::find(all.begin(), all.end(), b) != all.end()) picked.push_back(static_cast<int>(b));
-    p = *end == ',' ? end + 1 : end;
-  }
-  MESSAGE("MOEJIT_GPU_BATCHES=" << env << ": the model matrices run " << picked.size() << " of 9 batch sizes");
-  REQUIRE_MESSAGE(!picked.empty(),
-                  "MOEJIT_GPU_BATCHES=" << env << " names none of 1, 2, 4, ..., 256: nothing would run");
-  return picked;
-}
-// W4A16: BF16 x, on the one atom that runs it (the exact path's).
-Matrix w4a16_matrix() {
-  Matrix m;
-  m.input_bf16 = true;
-  m.paths = {codegen::ComputePath::exact};
-  return m;
-}
-const std::vector<RoutingKind> k_routings(std::begin(oracle::k_all_routings), std::end(oracle::k_all_routings));
-}  // namespace
 
 TEST_CASE("seed") {
   MESSAGE("MOEJIT_TEST_SEED=" << gpu_test::seed());
@@ -283,97 +199,6 @@ TEST_CASE("gpt-oss-120b and gpt-oss-20b matrix, both recipes") {
   }
   CHECK(failures == 0);
 }
-
-// The shared expert (expert E of the weights, MXFP4, every token at weight 1) joins the compute role's items;
-// finalize adds its row after the routed ones. w4a8-mx on both paths, and W4A16. One test case a model, so a
-// sharded run deals them to different processes (each is the longest case of the matrix).
-namespace {
-int run_shared_expert_matrix(const char* model) {
-  codegen::MoeConfig config = codegen::builtin_model(model, /*shared_expert=*/true);
-  const std::string name = std::string(model) + "+shared";
-  int failures = run_matrix({name.c_str(), config}, model_batches(), k_routings);
-  config.recipe = codegen::Recipe::w4a16;
-  return failures + run_matrix({name.c_str(), config}, model_batches(), k_routings, w4a16_matrix());
-}
-}  // namespace
-
-TEST_CASE("GLM5.2 with the fused shared expert, both recipes") {
-  CHECK(run_shared_expert_matrix("glm5.2") == 0);
-}
-
-TEST_CASE("DSV4.1-Flash with the fused shared expert, both recipes") {
-  CHECK(run_shared_expert_matrix("dsv4.1-flash") == 0);
-}
-
-namespace {
-// gpt-oss's block (its activation, interleaved gate/up rows, biases) on a small model whose H and I pad inside.
-codegen::MoeConfig gpt_oss_like_edge() {
-  codegen::MoeConfig edge = gpu_test::small_config("custom", 16, 4, 544, 288);  // padded to 768 and 384
-  edge.activation = codegen::Activation::gpt_oss;
-  edge.alpha = 1.702f;
-  edge.swiglu_clamp = 7.0f;
-  edge.gate_up = codegen::GateUp::interleaved;
-  edge.biases = true;
-  return edge;
-}
-
-int run_unit_matrix(int consumer_groups) {
-  Matrix m;
-  m.paths = {codegen::ComputePath::fast};
-  m.schedule = codegen::Schedule::units;
-  m.consumer_groups = consumer_groups;
-  const std::vector<int> batches = {1, 2, 3, 4};
-  int failures = 0;
-  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
-    failures += run_matrix({model, codegen::builtin_model(model)}, batches, k_routings, m);
-    const std::string shared = std::string(model) + "+shared";
-    failures += run_matrix({shared.c_str(), codegen::builtin_model(model, /*shared_expert=*/true)}, {1, 4},
-                           {RoutingKind::uniform, RoutingKind::one_expert}, m);
-  }
-  failures += run_matrix({"gpt-oss-120b", codegen::builtin_model("gpt-oss-120b")}, {1, 2, 4}, k_routings, m);
-  const codegen::MoeConfig edge = gpt_oss_like_edge();
-  failures += run_matrix({"gpt-oss-like", edge}, {1, 3, 4}, k_routings, m);
-  Matrix bf16_in = m;
-  bf16_in.input_bf16 = true;
-  failures += run_matrix({"glm5.2", codegen::builtin_model("glm5.2")}, {1, 4}, {RoutingKind::uniform}, bf16_in);
-  return failures;
-}
-}  // namespace
-
-// Forced at every B it fits (contract::kUnitTokens), whatever the planner picks: whole (expert, K128 block of I)
-// units, finalize adding each route's I/128 FP32 partial rows. The fast path only.
-TEST_CASE(
-    "the unit schedule at B = 1-4 on two warpgroups: both shapes, the fused shared expert, gpt-oss's block, "
-    "padding") {
-  CHECK(run_unit_matrix(2) == 0);
-}
-TEST_CASE("the unit schedule at B = 1-4 on three warpgroups (step owners): the same cases") {
-  CHECK(run_unit_matrix(3) == 0);
-}
-
-// GEMM1's segments of at most 4 rows paired in the 16-column token tiles planned above B = 8 (paired_rows on: the
-// planner's own pairing up to B = 64, and beyond),
-// the wider ones on the 16- and 32-column split in the same kernel: uniform routing gives mostly short segments,
-// zipf and one-expert ones the wide ones. gpt-oss's block carries biases (the expert id is read again after the
-// K-loops there). The fast path only.
-TEST_CASE(
-    "GEMM1's short segments paired in 16-column token tiles (paired_rows on): both shapes, the fused shared "
-    "expert, gpt-oss's block, padding") {
-  Matrix m;
-  m.paths = {codegen::ComputePath::fast};
-  m.paired_rows = true;
-  int failures = 0;
-  for (const char* model : {"glm5.2", "dsv4.1-flash"}) {
-    failures += run_matrix({model, codegen::builtin_model(model)}, {16, 128}, k_routings, m);
-    const std::string shared = std::string(model) + "+shared";
-    failures += run_matrix({shared.c_str(), codegen::builtin_model(model, /*shared_expert=*/true)}, {16},
-                           {RoutingKind::uniform, RoutingKind::one_expert}, m);
-  }
-  const codegen::MoeConfig edge = gpt_oss_like_edge();
-  failures += run_matrix({"gpt-oss-like", edge}, {16, 40}, k_routings, m);
-  CHECK(failures == 0);
-}
-
 TEST_CASE("checkpoint arrays of E experts are refused by a layer with a shared expert, naming the array") {
   runtime::ScopedContext ctx(0);
   codegen::MoeConfig config = gpu_test::small_config("custom", 8, 2, 512, 256);

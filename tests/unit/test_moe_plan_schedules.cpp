@@ -2,7 +2,7 @@
 // schedule (two warpgroups, or three step owners; its finalize grid and where
 // a forward ends), the item schedule on the exact path's atoms. No GPU: the
 // planner, the kernel specs and the assembled kernels. (Their GPU cases:
-// tests/gpu/test_moe_gpu.cpp and test_trace_gpu.cpp.)
+// tests/gpu/test_moe_schedules_gpu.cpp and test_trace_gpu.cpp.)
 #include <doctest/doctest.h>
 
 #include <algorithm>
