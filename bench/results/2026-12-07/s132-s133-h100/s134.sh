@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# s134 (LIMIT: the call's seconds). An H200 -> acceptance 1 and 2 on main (.device/mn = f12218f: 4156253's kernels), then
+# s134 (LIMIT: the call's seconds). An H200 -> acceptance 1 and 2 on main (.device/mn = ca12990: 4156253's kernels), then
 # unit-pieces (.device/up = 0d6fec8) against main at B = 1-2, A B A B, then up's unit-schedule GPU cases.
 # Any other card -> main's GPU cases of the layer's kernels, graphs and sharing (0833dd6, 26e4209 moved MoeLayer's kernels
-# into moe_layer_kernels.cpp). Each part starts only while the call's time allows.
+# into moe_layer_kernels.cpp), then main against unit-pieces at B = 1-2 on 80 SMs of a DSV4.1-Flash with I = 1408
+# (the H200's B = 1 balance, consumer-bound), A B A B.
+# Each part starts only while the call's time allows.
 D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); mkdir -p $OUT; echo "device: $D" > $OUT/device.txt
 L=${LIMIT:-600}
+b() { local v=$1; hdr $v "moejit_bench_moe $2 --batches 1,2"
+  MOEJIT_CACHE_DIR=/tmp/c-$v timeout 60 .device/$v/bin/moejit_bench_moe $2 --batches 1,2; }
 left() { [ $SECONDS -lt $1 ] || { echo "skipped $2 at ${SECONDS}s" | tee -a $OUT/skipped.txt; return 1; }; }
 hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $(cat .device/$1/COMMIT)  device: $D"; echo "# command: $2"; }
 case $D in *H200*)
   DEVICE="$D" DIST=.device/mn OUT=$OUT/acc timeout -k 5 $(( L-10 < 260 ? L-10 : 260 )) tools/gpu_session.sh acceptance > $OUT/acc.log 2>&1
   echo "acceptance exit $? at ${SECONDS}s"; cat $OUT/acc/summary.txt 2>/dev/null
-  b() { local v=$1 m=$2; hdr $v "moejit_bench_moe --model $m --batches 1,2"
-    MOEJIT_CACHE_DIR=/tmp/c-$v timeout 60 .device/$v/bin/moejit_bench_moe --model $m --batches 1,2; }
   for r in 1 2; do left $((L-150-60*(r-1))) ab-$r || break
-    for m in dsv4.1-flash glm5.2; do for v in mn up; do b $v $m >> $OUT/ab-$v.log 2>&1; done; done
+    for m in dsv4.1-flash glm5.2; do for v in mn up; do b $v "--model $m" >> $OUT/ab-$v.log 2>&1; done; done
     echo "ab round $r done at ${SECONDS}s"; done
   for v in mn up; do for m in glm5.2 dsv4.1-flash; do for bb in 1 2; do
     echo "$v $m B=$bb: $(grep -hE "^$m +$bb " $OUT/ab-$v.log | awk '{print $6}' | tr '\n' ' ')"; done; done; done | tee $OUT/ab-summary.txt
@@ -25,6 +27,15 @@ case $D in *H200*)
   T='a layer*,a forward*,a graph captured*,8 layers*,8 threads*,a batch size*,a captured decode*,a traced forward*,two layers planned*,buffers over*,the unit schedule at B = 1-4 on two*'
   { hdr mn "moejit_gpu_tests --duration=true -tc='$T'"
     MOEJIT_CACHE_DIR=/tmp/c-mn timeout 200 .device/mn/bin/moejit_gpu_tests --duration=true -tc="$T"; echo "exit $?"; } > $OUT/gpu-mn.log 2>&1
-  grep -E "test cases|assertions|^exit|ERROR" $OUT/gpu-mn.log | tail -8 ;;
+  grep -E "test cases|assertions|^exit|ERROR" $OUT/gpu-mn.log | tail -8
+  # The H200's B = 1 on this card: 108 units (DSV4.1-Flash) on 132 CTAs leave 24 idle, consumer-bound. Here 80 SMs
+  # ask each SM for the bytes a clock the H200 asks of 132, and a DSV4.1-Flash with I = 1408 gives 66 units for
+  # them (14 idle, the same 0.82 of the grid; 40 + 20 steps a unit, as DSV4.1-Flash's).
+  P="--config .device/scripts/dsv-i1408.json --sm-count 80"
+  for r in 1 2; do left $((L-70)) ab80-$r || break
+    for v in mn up; do b $v "$P" >> $OUT/ab80-$v.log 2>&1; done
+    echo "ab80 round $r done at ${SECONDS}s"; done
+  for v in mn up; do for bb in 1 2; do
+    echo "$v dsv-i1408 B=$bb sm80: $(grep -hE "^dsv-i1408 +$bb " $OUT/ab80-$v.log | awk '{print $6}' | tr '\n' ' ')"; done; done | tee $OUT/ab80-summary.txt ;;
 esac
 echo "end at ${SECONDS}s"
