@@ -83,6 +83,7 @@ if(TARGET moejit_bench_moe)
       "moe_bad_path|moejit_bench_moe|--path bogus|^moejit_bench_moe: error: --path: 'bogus' is not one of fast, exact"
       "moe_bad_sm_count|moejit_bench_moe|--sm-count -3|^moejit_bench_moe: error: --sm-count: -3 is outside the allowed range"
       "moe_sm_count_over|moejit_bench_moe|--sm-count 5000|^moejit_bench_moe: error: --sm-count: 5000 is outside the allowed range \\[0, 4096\\]"
+      "moe_shared_expert_none|moejit_bench_moe|--model gpt-oss-120b --shared-expert|^moejit_bench_moe: --shared-expert: none of the models has a shared expert"
       "ep_bad_ranks|moejit_bench_ep|--ranks 3|^moejit_bench_ep: error: experts E = 256 is invalid: must be a positive multiple of ranks R = 3"
       "ep_one_rank|moejit_bench_ep|--ranks 1|^moejit_bench_ep: error: --ranks: 1 is outside the allowed range \\[2, 32\\]"
       "runtime_bad_host_batch|moejit_bench_runtime|--host-batch 0|^moejit_bench_runtime: error: batch B = 0 is invalid"
