@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # s134 (LIMIT: the call's seconds). An H200 -> acceptance 1 and 2 on main (.device/mn = ae580bf: 4156253's kernels; its
-# bench's run() split into steps, not yet run on a GPU: a first B = 1 run checks it, else ca12990's bench, mn/prev), then
+# bench's run() split into steps, not yet run on a GPU: a first traced GLM5.2 B = 1 run checks it, else ca12990's bench,
+# mn/prev), then
 # unit-pieces (.device/up = 0d6fec8) against main at B = 1-2, A B A B, then up's unit-schedule GPU cases.
 # Any other card -> main's GPU cases of the layer's kernels, graphs and sharing (0833dd6, 26e4209 moved MoeLayer's kernels
 # into moe_layer_kernels.cpp; e4afc65, d666312 split their test files), then main against unit-pieces at B = 1-2 on 80 SMs of a DSV4.1-Flash with I = 1408
@@ -13,7 +14,9 @@ b() { local v=$1; hdr $v "moejit_bench_moe $2 --batches 1,2"
 left() { [ $SECONDS -lt $1 ] || { echo "skipped $2 at ${SECONDS}s" | tee -a $OUT/skipped.txt; return 1; }; }
 hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $(cat .device/$1/COMMIT)  device: $D"; echo "# command: $2"; }
 case $D in *H200*)
-  { hdr mn "moejit_bench_moe --model glm5.2 --batches 1"; MOEJIT_CACHE_DIR=/tmp/c-mn timeout 60 .device/mn/bin/moejit_bench_moe --model glm5.2 --batches 1; } > $OUT/smoke.log 2>&1 ||
+  mkdir -p $OUT/trace
+  { hdr mn "moejit_bench_moe --model glm5.2 --batches 1 --trace-csv \$OUT/trace"
+    MOEJIT_CACHE_DIR=/tmp/c-mn timeout 60 .device/mn/bin/moejit_bench_moe --model glm5.2 --batches 1 --trace-csv $OUT/trace; } > $OUT/smoke.log 2>&1 ||
     { cp .device/mn/prev/moejit_bench_moe .device/mn/bin/; echo "ae580bf's bench failed: ca12990's runs" | tee -a $OUT/skipped.txt; }
   DEVICE="$D" DIST=.device/mn OUT=$OUT/acc timeout -k 5 $(( L-10 < 260 ? L-10 : 260 )) tools/gpu_session.sh acceptance > $OUT/acc.log 2>&1
   echo "acceptance exit $? at ${SECONDS}s"; cat $OUT/acc/summary.txt 2>/dev/null
