@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/moe_config.hpp"
+#include "codegen/moe_launch_plan.hpp"
 #include "oracle/moe_check.hpp"
 
 namespace moejit::gpu_test {

@@ -9,16 +9,18 @@
 # Each part starts only while the call's time allows.
 D=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); mkdir -p $OUT; echo "device: $D" > $OUT/device.txt
 L=${LIMIT:-600}
-b() { local v=$1; hdr $v "moejit_bench_moe $2 --batches 1,2"
-  MOEJIT_CACHE_DIR=/tmp/c-$v timeout 60 .device/$v/bin/moejit_bench_moe $2 --batches 1,2; }
+# One bench of build v (mn, up) at B = 1-2 with options $2 (split into words), under 60 s and the call's time left.
+b() { local v=$1 t=$((L-10-SECONDS)); hdr $v "moejit_bench_moe $2 --batches 1,2"
+  [ $t -gt 5 ] && MOEJIT_CACHE_DIR=/tmp/c-$v timeout $((t < 60 ? t : 60)) .device/$v/bin/moejit_bench_moe $2 --batches 1,2; }
 left() { [ $SECONDS -lt $1 ] || { echo "skipped $2 at ${SECONDS}s" | tee -a $OUT/skipped.txt; return 1; }; }
 hdr() { echo "# date: $(date -u +%FT%TZ)  commit: $(cat .device/$1/COMMIT)  device: $D"; echo "# command: $2"; }
 case $D in *H200*)
   mkdir -p $OUT/trace
   { hdr mn "moejit_bench_moe --model glm5.2 --batches 1 --trace-csv \$OUT/trace"
-    MOEJIT_CACHE_DIR=/tmp/c-mn timeout 60 .device/mn/bin/moejit_bench_moe --model glm5.2 --batches 1 --trace-csv $OUT/trace; } > $OUT/smoke.log 2>&1 ||
-    { cp .device/mn/prev/moejit_bench_moe .device/mn/bin/; echo "ae580bf's bench failed: ca12990's runs" | tee -a $OUT/skipped.txt; }
-  DEVICE="$D" DIST=.device/mn OUT=$OUT/acc timeout -k 5 $(( L-10 < 260 ? L-10 : 260 )) tools/gpu_session.sh acceptance > $OUT/acc.log 2>&1
+    MOEJIT_CACHE_DIR=/tmp/c-mn timeout 120 .device/mn/bin/moejit_bench_moe --model glm5.2 --batches 1 --trace-csv $OUT/trace; } > $OUT/smoke.log 2>&1 ||
+    { cp .device/mn/prev/moejit_bench_moe .device/mn/bin/ && cp .device/mn/prev/COMMIT .device/mn/COMMIT &&
+      echo "ae580bf's bench failed: ca12990's runs (.device/mn/COMMIT now says so)" | tee -a $OUT/skipped.txt; }
+  DEVICE="$D" DIST=.device/mn OUT=$OUT/acc timeout -k 5 $(( L-10-SECONDS < 260 ? L-10-SECONDS : 260 )) tools/gpu_session.sh acceptance > $OUT/acc.log 2>&1
   echo "acceptance exit $? at ${SECONDS}s"; cat $OUT/acc/summary.txt 2>/dev/null
   for r in 1 2; do left $((L-150-60*(r-1))) ab-$r || break
     for m in dsv4.1-flash glm5.2; do for v in mn up; do b $v "--model $m" >> $OUT/ab-$v.log 2>&1; done; done
