@@ -2,7 +2,7 @@
 # s134 (LIMIT: the call's seconds). An H200 -> acceptance 1 and 2 on main (.device/mn = ae580bf: 4156253's kernels; its
 # bench's run() split into steps, not yet run on a GPU: a first traced GLM5.2 B = 1 run checks it, else ca12990's bench,
 # mn/prev), then
-# trace-gemm2's B = 1 traces (.device/tg = 0687b99), unit-pieces (.device/up = 0d6fec8) against main at B = 1-2,
+# trace-gemm2's B = 1 traces (.device/tg = 9fc4b31), unit-pieces (.device/up = 0d6fec8) against main at B = 1-2,
 # A B A B, then up's unit-schedule GPU cases.
 # Any other card -> main's GPU cases of the layer's kernels, graphs and sharing (0833dd6, 26e4209 moved MoeLayer's kernels
 # into moe_layer_kernels.cpp; e4afc65, d666312 split their test files), trace-gemm2's B = 1 traces and its traced-forward
