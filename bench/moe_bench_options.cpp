@@ -9,7 +9,8 @@
 
 namespace moejit::bench {
 
-const char* const kMoeBenchHelp = R"(usage: moejit_bench_moe [options]
+namespace {
+constexpr const char* kMoeBenchHelp = R"(usage: moejit_bench_moe [options]
 
 Latency of the fused MoE layer on GPU 0 against its HBM floor (METHOD.md): CUDA events around replays of a
 CUDA graph of 4 forwards over different inputs (uniform routing), after warm-up; the median of 30 replays.
@@ -61,7 +62,6 @@ options:
 Exit status: 0 done; 1 an error (named on stderr); 2 a usage error; 77 no GPU (skipped).
 )";
 
-namespace {
 constexpr int kMaxSms = 4096;  // MoeLayerOptions::sm_count's bound; the device's own count is checked when opened
 
 std::vector<std::optional<codegen::Schedule>> parse_schedule_list(const std::string& text) {
@@ -197,13 +197,16 @@ std::optional<int> parse_moe_bench_options(int argc, char** argv, MoeBenchOption
     }
   }
 
+  o.variants.clear();
   for (int ctas : ctas_list)
     for (int groups : groups_list)
-      for (int act : act_list) {
-        codegen::MoeCodegenOptions c = o.codegen;
-        c.ctas_per_sm = ctas, c.consumer_groups = groups, c.activation_warps = act;
-        codegen::validate(c);
-      }
+      for (const auto& schedule : schedule_list)
+        for (int act : act_list)
+          for (const auto& paired : paired_list)
+            for (const auto& frame : frame_list)
+              for (const auto& tables : tables_list)
+                o.variants.push_back({ctas, groups, act, schedule, paired, frame, tables});
+  for (const MoeBenchVariant& v : o.variants) codegen::validate(o.layer_options(v).codegen);
   for (const MoeBenchModel& m : o.models)
     for (int b : o.batches) codegen::validate_batch(m.config, b);
   if (o.sm_count < 0 || o.sm_count > kMaxSms)
@@ -220,15 +223,6 @@ std::optional<int> parse_moe_bench_options(int argc, char** argv, MoeBenchOption
   }
   for (MoeBenchModel& m : o.models) m.config.recipe = o.recipe;
 
-  o.variants.clear();
-  for (int ctas : ctas_list)
-    for (int groups : groups_list)
-      for (const auto& schedule : schedule_list)
-        for (int act : act_list)
-          for (const auto& paired : paired_list)
-            for (const auto& frame : frame_list)
-              for (const auto& tables : tables_list)
-                o.variants.push_back({ctas, groups, act, schedule, paired, frame, tables});
   return std::nullopt;
 }
 

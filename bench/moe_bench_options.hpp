@@ -44,8 +44,6 @@ struct MoeBenchOptions {
   runtime::MoeLayerOptions layer_options(const MoeBenchVariant& v) const;
 };
 
-extern const char* const kMoeBenchHelp;
-
 // Parses and checks argv into `o`. Returns the exit status where the program is done (0 after --help; 2 after a
 // usage error, named on stderr), nothing where it goes on. A value out of range throws std::invalid_argument
 // naming the option and the value.
